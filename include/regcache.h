@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * regcache.h - libregcache, a userspace registration cache.
+ *
+ * Registering memory with an RDMA device (or anything else that pins pages)
+ * is slow; reusing a registration is only safe if the cache learns at once
+ * when the memory under it is unmapped, remapped or freed.  libregcache
+ * keeps registrations made through caller-supplied callbacks, finds one
+ * that covers a request, merges neighbours, evicts by LRU, and drops
+ * entries whose memory changed, as reported by a monitor: regcache.ko
+ * (validity is one load of a slot word), userfaultfd, or none.
+ *
+ * Every call returns 0 or a negative errno and never sets errno, except the
+ * accessors, which cannot fail.  See libregcache(7) and the section 3 pages.
+ */
+#ifndef REGCACHE_H
+#define REGCACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct regcache;
+struct regcache_entry;
+
+/*
+ * Registration callbacks.  reg registers [addr, addr + len) with 'access'
+ * (an opaque bit mask; a registration with a superset of the bits serves a
+ * request) and hands back a handle; it returns 0 or -errno.  dereg undoes
+ * it.  Both are called without cache locks held and may block.
+ */
+typedef int (*regcache_reg_fn)(void *user, void *addr, size_t len,
+			       uint32_t access, void **handle);
+typedef int (*regcache_dereg_fn)(void *user, void *handle);
+
+enum regcache_monitor_type {
+	REGCACHE_MONITOR_AUTO = 0,	/* kmod, else uffd, else none */
+	REGCACHE_MONITOR_KMOD = 1,	/* regcache.ko */
+	REGCACHE_MONITOR_UFFD = 2,	/* userfaultfd */
+	REGCACHE_MONITOR_NONE = 3,	/* no caching: every get registers */
+};
+
+/* struct regcache_attr.flags */
+#define REGCACHE_ATTR_NO_PIN	(1U << 0)	/* registrations do not pin (ODP) */
+#define REGCACHE_ATTR_NO_ENV	(1U << 1)	/* ignore REGCACHE_* variables */
+
+struct regcache_attr {
+	regcache_reg_fn reg;		/* required */
+	regcache_dereg_fn dereg;	/* required */
+	void *user;			/* passed to the callbacks */
+	enum regcache_monitor_type monitor;
+	size_t max_entries;		/* 0: default (REGCACHE_MAX_ENTRIES) */
+	size_t max_bytes;		/* 0: default (REGCACHE_MAX_BYTES) */
+	size_t merge_max;		/* largest merged entry; 0: default */
+	uint32_t flags;			/* REGCACHE_ATTR_* */
+};
+
+struct regcache_stats {
+	uint64_t hits;
+	uint64_t misses;
+	uint64_t merges;		/* misses served by registering a union */
+	uint64_t evictions;
+	uint64_t invalidations;		/* entries dropped because memory changed */
+	uint64_t uncached;		/* registrations too large to keep */
+	uint64_t registrations;		/* calls to reg */
+	uint64_t deregistrations;	/* calls to dereg */
+	uint64_t entries;		/* entries now in the cache */
+	uint64_t registered_bytes;	/* bytes now registered by the cache */
+	uint64_t reg_ns;		/* time spent in reg */
+	uint64_t dereg_ns;		/* time spent in dereg */
+};
+
+/* Create a cache; *cachep is set on success. */
+int regcache_create(const struct regcache_attr *attr, struct regcache **cachep);
+
+/* Deregister everything and free the cache.  Entries still held are leaked
+ * to their holders' registrations: put them first. */
+void regcache_destroy(struct regcache *cache);
+
+/*
+ * Find or make a registration covering [addr, addr + len) with at least
+ * 'access'.  The entry is referenced until regcache_put().  Returns 0, or
+ * -EINVAL (bad arguments), -ESTALE (cache unusable after fork), or the
+ * reg callback's error.
+ */
+int regcache_get(struct regcache *cache, void *addr, size_t len,
+		 uint32_t access, struct regcache_entry **entryp);
+
+/* Drop a reference.  -EINVAL for an entry this cache does not hold. */
+int regcache_put(struct regcache *cache, struct regcache_entry *entry);
+
+/* Deregister every unreferenced entry; referenced ones go at their last put. */
+int regcache_flush(struct regcache *cache);
+
+int regcache_get_stats(struct regcache *cache, struct regcache_stats *stats);
+
+/*
+ * A file descriptor that becomes readable when invalidations are pending,
+ * for event loops; then call regcache_process_events().  -ENOTSUP for a
+ * monitor without one.
+ */
+int regcache_fd(struct regcache *cache);
+
+/* Apply pending invalidations now; returns how many entries were dropped. */
+int regcache_process_events(struct regcache *cache);
+
+/* The monitor in use: "kmod", "uffd" or "none". */
+const char *regcache_monitor_name(const struct regcache *cache);
+
+/* Entry accessors. */
+void *regcache_entry_handle(const struct regcache_entry *entry);
+void *regcache_entry_addr(const struct regcache_entry *entry);
+size_t regcache_entry_len(const struct regcache_entry *entry);
+uint32_t regcache_entry_access(const struct regcache_entry *entry);
+/* false when the entry was registered uncached (over the limits, or the
+ * "none" monitor); it is deregistered at its put. */
+bool regcache_entry_cached(const struct regcache_entry *entry);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* REGCACHE_H */

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: (GPL-2.0-only WITH Linux-syscall-note) OR BSD-2-Clause */
+/*
+ * regcache_uapi.h - the ABI between regcache.ko and userspace.
+ *
+ * This is the one header shared by the kernel module (kmod/) and the
+ * userspace cache (libregcache/).  A process opens /dev/regcache, asks the
+ * module to WATCH the virtual ranges it has registered with an RDMA device,
+ * and maps the fd's read-only status area.  The module hooks every watched
+ * range with an MMU interval notifier; when the pages under a range change
+ * (munmap, mremap, MADV_DONTNEED, COW break, migration, ...) the notifier
+ * bumps the range's slot word in the status area *before it returns* and
+ * queues an event for read()/poll().  A cache validates an entry by
+ * comparing one 64-bit slot word with the value WATCH returned: one load,
+ * no syscall.
+ *
+ * Rules: members are __u32/__u64 only, pointers travel as __u64, every
+ * flags and reserved field must be zero (-EINVAL otherwise), enumerations
+ * reserve 0 so an uninitialised field is caught.  The ABI is extended by
+ * adding commands, never by reinterpreting fields.  See regcache(4).
+ */
+#ifndef _UAPI_REGCACHE_H
+#define _UAPI_REGCACHE_H
+
+#include <linux/types.h>
+#include <linux/ioctl.h>
+
+#define REGCACHE_DEVICE_NAME	"regcache"
+#define REGCACHE_DEVICE_PATH	"/dev/regcache"
+#define REGCACHE_ABI_VERSION	1
+
+/*
+ * Slot words.  Bit 63 says the slot holds a live watch; bits 0..62 are a
+ * generation that only ever grows (on invalidation and on unwatch), so a
+ * word once returned by WATCH never matches again after the range changed
+ * or the slot was reused.
+ */
+#define REGCACHE_SLOT_ACTIVE		(1ULL << 63)
+#define REGCACHE_SLOT_GEN_MASK		(REGCACHE_SLOT_ACTIVE - 1)
+
+/* Status header flags. */
+#define REGCACHE_STATUS_OVERFLOW	(1U << 0)	/* events were dropped since the last FLUSH */
+
+/*
+ * The status area: mmap(NULL, info.status_size, PROT_READ, MAP_SHARED, fd, 0).
+ * The header fields are written by the kernel only; read them with
+ * single loads.  slots[] has info.max_watches entries.
+ */
+struct regcache_status {
+	__u32 abi_version;	/* REGCACHE_ABI_VERSION */
+	__u32 flags;		/* REGCACHE_STATUS_* */
+	__u32 max_watches;	/* entries in slots[] */
+	__u32 ring_entries;	/* capacity of the event ring */
+	__u64 events_total;	/* invalidation events generated */
+	__u64 events_pending;	/* events queued for read() */
+	__u64 overflows;	/* events dropped because the ring was full */
+	__u64 reserved[3];
+	__u64 slots[];		/* REGCACHE_SLOT_ACTIVE | generation */
+};
+
+/* REGCACHE_IOC_GET_INFO: the ABI-version query; valid before anything else. */
+struct regcache_info {
+	__u32 abi_version;	/* out: REGCACHE_ABI_VERSION */
+	__u32 flags;		/* in: must be 0 */
+	__u32 max_watches;	/* out: slots in the status area */
+	__u32 ring_entries;	/* out: event ring capacity */
+	__u64 status_size;	/* out: exact length to mmap */
+	__u64 max_pinned_bytes;	/* out: this context's pin cap, 0 = none */
+	__u32 strict;		/* out: 1 if every notifier event invalidates */
+	__u32 reserved0;
+	__u64 reserved[4];
+};
+
+/*
+ * REGCACHE_IOC_CONFIGURE: per-context settings.  Only before the first
+ * WATCH and before the status area is mapped (-EBUSY after).  Zero keeps
+ * the module parameter's value.
+ */
+struct regcache_config {
+	__u32 ring_entries;	/* in: event ring capacity */
+	__u32 flags;		/* in: must be 0 */
+	__u64 reserved[3];
+};
+
+/*
+ * REGCACHE_IOC_WATCH: watch [addr, addr + len), rounded out to pages.
+ * pinned_bytes is how much of the range the caller has pinned (a verbs
+ * registration pins all of it, ODP none); it counts against the context's
+ * pin cap until UNWATCH.
+ */
+struct regcache_watch {
+	__u64 addr;		/* in */
+	__u64 len;		/* in: > 0 */
+	__u64 cookie;		/* in: returned in events, checked by UNWATCH */
+	__u64 pinned_bytes;	/* in: <= len */
+	__u32 flags;		/* in: must be 0 */
+	__u32 slot;		/* out: index into status->slots[] */
+	__u64 slot_word;	/* out: the word that means "unchanged" */
+	__u64 reserved[2];
+};
+
+/*
+ * REGCACHE_IOC_WATCH_BATCH: WATCH each element of an array in order.
+ * Stops at the first failure: the ioctl then returns that error and
+ * 'done' says how many elements were watched (their outputs are filled).
+ */
+struct regcache_watch_batch {
+	__u64 watches;		/* in: pointer to struct regcache_watch[count] */
+	__u32 count;		/* in: 1 .. REGCACHE_BATCH_MAX */
+	__u32 done;		/* out */
+	__u32 flags;		/* in: must be 0 */
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+#define REGCACHE_BATCH_MAX	4096
+
+/*
+ * REGCACHE_IOC_UNWATCH: release a slot.  slot and cookie must both match a
+ * watch of this context (-ENOENT otherwise).  Unwatching an invalidated
+ * slot is normal and succeeds.
+ */
+struct regcache_unwatch {
+	__u32 slot;		/* in */
+	__u32 flags;		/* in: must be 0 */
+	__u64 cookie;		/* in */
+	__u64 reserved[2];
+};
+
+/* REGCACHE_IOC_GET_STATS: this context's counters. */
+struct regcache_ctx_stats {
+	__u32 flags;		/* in: must be 0 */
+	__u32 watches;		/* out: live slots (active or invalidated) */
+	__u64 pinned_bytes;	/* out */
+	__u64 events_total;	/* out */
+	__u64 events_pending;	/* out */
+	__u64 overflows;	/* out */
+	__u64 watch_calls;	/* out */
+	__u64 unwatch_calls;	/* out */
+	__u64 reserved[4];
+};
+
+/* Why a range was invalidated (struct regcache_event.reason). */
+enum regcache_reason {
+	REGCACHE_REASON_NONE		= 0,	/* never sent */
+	REGCACHE_REASON_UNMAP		= 1,	/* munmap, mremap move/shrink, MAP_FIXED over it */
+	REGCACHE_REASON_CLEAR		= 2,	/* MADV_DONTNEED, COW break, zap */
+	REGCACHE_REASON_MIGRATE		= 3,	/* page migration */
+	REGCACHE_REASON_EXCLUSIVE	= 4,	/* device-exclusive access */
+	REGCACHE_REASON_RELEASE		= 5,	/* the address space is going away */
+	REGCACHE_REASON_PROTECTION	= 6,	/* mprotect; only with strict=1 */
+	REGCACHE_REASON_SOFT_DIRTY	= 7,	/* soft-dirty clear; only with strict=1 */
+	REGCACHE_REASON_OTHER		= 8,	/* an event this ABI has no name for */
+};
+
+/*
+ * read() returns whole records; a buffer smaller than one record gets
+ * -EINVAL.  addr/len are the watched range, inval_addr/inval_len the part
+ * of it the kernel touched.  A watch produces at most one event: after it
+ * the slot is inactive until UNWATCH.
+ */
+struct regcache_event {
+	__u64 cookie;
+	__u64 addr;
+	__u64 len;
+	__u64 inval_addr;
+	__u64 inval_len;
+	__u64 slot_word;	/* the slot's new word (inactive, new generation) */
+	__u32 slot;
+	__u32 reason;		/* enum regcache_reason */
+};
+
+#define REGCACHE_IOC_MAGIC	0xE7
+
+#define REGCACHE_IOC_GET_INFO	_IOWR(REGCACHE_IOC_MAGIC, 1, struct regcache_info)
+#define REGCACHE_IOC_CONFIGURE	_IOW(REGCACHE_IOC_MAGIC, 2, struct regcache_config)
+#define REGCACHE_IOC_WATCH	_IOWR(REGCACHE_IOC_MAGIC, 3, struct regcache_watch)
+#define REGCACHE_IOC_WATCH_BATCH _IOWR(REGCACHE_IOC_MAGIC, 4, struct regcache_watch_batch)
+#define REGCACHE_IOC_UNWATCH	_IOW(REGCACHE_IOC_MAGIC, 5, struct regcache_unwatch)
+#define REGCACHE_IOC_UNWATCH_ALL _IO(REGCACHE_IOC_MAGIC, 6)
+#define REGCACHE_IOC_FLUSH	_IO(REGCACHE_IOC_MAGIC, 7)	/* drop queued events, clear OVERFLOW */
+#define REGCACHE_IOC_GET_STATS	_IOWR(REGCACHE_IOC_MAGIC, 8, struct regcache_ctx_stats)
+
+/* Sizes are ABI: a change here is a new command, not an edit. */
+#ifdef __KERNEL__
+#include <linux/build_bug.h>
+#define REGCACHE_UAPI_ASSERT(expr, msg)	static_assert(expr, msg)
+#else
+#define REGCACHE_UAPI_ASSERT(expr, msg)	_Static_assert(expr, msg)
+#endif
+REGCACHE_UAPI_ASSERT(sizeof(struct regcache_status) == 64, "regcache_status header");
+REGCACHE_UAPI_ASSERT(sizeof(struct regcache_info) == 72, "regcache_info");
+REGCACHE_UAPI_ASSERT(sizeof(struct regcache_config) == 32, "regcache_config");
+REGCACHE_UAPI_ASSERT(sizeof(struct regcache_watch) == 64, "regcache_watch");
+REGCACHE_UAPI_ASSERT(sizeof(struct regcache_watch_batch) == 40, "regcache_watch_batch");
+REGCACHE_UAPI_ASSERT(sizeof(struct regcache_unwatch) == 32, "regcache_unwatch");
+REGCACHE_UAPI_ASSERT(sizeof(struct regcache_ctx_stats) == 88, "regcache_ctx_stats");
+REGCACHE_UAPI_ASSERT(sizeof(struct regcache_event) == 56, "regcache_event");
+
+#endif /* _UAPI_REGCACHE_H */

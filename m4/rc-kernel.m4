@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# Locating the target kernel's build tree and probing its API.
+#
+# Kernel APIs move between releases (vm_flags became read-only in 6.3,
+# pin_user_pages lost its vmas argument in 6.5, ...).  Rather than compare
+# version numbers, each difference the module cares about gets one probe:
+# a tiny module compiled against the target headers through Kbuild.  Each
+# probe that succeeds adds -DHAVE_<NAME> to KERNEL_DEFS, which kmod/Kbuild
+# passes to the compiler.  KMAKE is the make used for Kbuild; the VM harness
+# points it at a wrapper when a kernel needs another toolchain.
+
+# RC_LINUX: --with-linux, --with-linux-obj, --disable-kmod, KMAKE.
+AC_DEFUN([RC_LINUX], [
+	AC_ARG_ENABLE([kmod],
+		[AS_HELP_STRING([--disable-kmod], [do not build regcache.ko])],
+		[], [enable_kmod=auto])
+	AC_ARG_WITH([linux],
+		[AS_HELP_STRING([--with-linux=DIR], [kernel source (headers) tree @<:@running kernel's build dir, else Debian 6.1 headers@:>@])],
+		[LINUX=$withval], [LINUX=])
+	AC_ARG_WITH([linux-obj],
+		[AS_HELP_STRING([--with-linux-obj=DIR], [kernel object (build) tree @<:@same as --with-linux@:>@])],
+		[LINUX_OBJ=$withval], [LINUX_OBJ=])
+	AC_ARG_VAR([KMAKE], [make program used to run Kbuild @<:@make@:>@])
+	AS_IF([test -z "$KMAKE"], [KMAKE=make])
+
+	AS_IF([test "x$enable_kmod" != xno], [
+		AC_MSG_CHECKING([for the kernel build tree])
+		AS_IF([test -z "$LINUX"], [
+			rc_running=/lib/modules/`uname -r`/build
+			AS_IF([test -f "$rc_running/Makefile"], [LINUX=$rc_running], [
+				for rc_dir in `ls -d /usr/src/linux-headers-6.1*-amd64 2>/dev/null | sort -V`; do
+					LINUX=$rc_dir
+				done
+			])
+		])
+		AS_IF([test -z "$LINUX_OBJ"], [LINUX_OBJ=$LINUX])
+		AS_IF([test -n "$LINUX_OBJ" && test -f "$LINUX_OBJ/Makefile"], [
+			AC_MSG_RESULT([$LINUX_OBJ])
+			AC_MSG_CHECKING([kernel release])
+			LINUX_VERSION=`sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' "$LINUX_OBJ/include/generated/utsrelease.h" 2>/dev/null`
+			AC_MSG_RESULT([${LINUX_VERSION:-unknown}])
+			enable_kmod=yes
+		], [
+			AC_MSG_RESULT([not found])
+			AS_IF([test "x$enable_kmod" = xyes],
+				[AC_MSG_ERROR([no kernel build tree; install linux-headers-amd64 or pass --with-linux=DIR])])
+			AC_MSG_WARN([no kernel build tree found: regcache.ko will not be built])
+			enable_kmod=no
+		])
+	])
+	AM_CONDITIONAL([BUILD_KMOD], [test "x$enable_kmod" = xyes])
+	AC_SUBST([LINUX])
+	AC_SUBST([LINUX_OBJ])
+	AC_SUBST([LINUX_VERSION])
+	AC_SUBST([KERNEL_DEFS])
+])
+
+# RC_LINUX_TRY_COMPILE(NAME, INCLUDES, BODY, [IF-YES], [IF-NO])
+#
+# Compile INCLUDES + a function containing BODY as an object of an
+# out-of-tree module against $LINUX_OBJ.  Kbuild builds with
+# -Werror=implicit-function-declaration and -Werror=incompatible-pointer-types
+# on the kernels we target, so a missing symbol or a changed prototype fails.
+AC_DEFUN([RC_LINUX_TRY_COMPILE], [
+	rc_pdir=`pwd`/conftest-kernel/$1
+	rm -rf "$rc_pdir"
+	$MKDIR_P "$rc_pdir"
+	cat >"$rc_pdir/probe.c" <<_RC_EOF
+#include <linux/module.h>
+$2
+int rc_probe(void);
+int rc_probe(void)
+{
+$3
+	return 0;
+}
+MODULE_LICENSE("GPL");
+_RC_EOF
+	echo 'obj-m := probe.o' >"$rc_pdir/Kbuild"
+	AS_IF([$KMAKE -C "$LINUX_OBJ" M="$rc_pdir" modules >"$rc_pdir/build.log" 2>&1],
+		[$4], [$5])
+])
+
+# RC_LINUX_PROBE(NAME, DESCRIPTION, INCLUDES, BODY)
+# Adds -DHAVE_NAME to KERNEL_DEFS when BODY compiles.
+AC_DEFUN([RC_LINUX_PROBE], [
+	AC_MSG_CHECKING([kernel: $2])
+	RC_LINUX_TRY_COMPILE([$1], [$3], [$4], [
+		AC_MSG_RESULT([yes])
+		KERNEL_DEFS="$KERNEL_DEFS -DHAVE_$1"
+	], [
+		AC_MSG_RESULT([no])
+	])
+])
+
+# The probes regcache.ko needs.  Add one per kernel API difference.
+AC_DEFUN([RC_LINUX_PROBES], [
+	AS_IF([test "x$enable_kmod" = xyes], [
+		dnl A probe that must pass: proves the mechanism and the toolchain.
+		RC_LINUX_TRY_COMPILE([SANITY], [#include <linux/mmu_notifier.h>],
+			[	struct mmu_interval_notifier *n = NULL;
+	(void)mmu_interval_read_begin(n);], [], [
+			AC_MSG_ERROR([cannot build a module against $LINUX_OBJ (see conftest-kernel/SANITY/build.log)])
+		])
+		RC_LINUX_PROBE([VM_FLAGS_SET], [vm_flags_set()],
+			[#include <linux/mm.h>],
+			[	vm_flags_set((struct vm_area_struct *)NULL, VM_DONTCOPY);])
+		RC_LINUX_PROBE([MMU_NOTIFY_EXCLUSIVE], [MMU_NOTIFY_EXCLUSIVE],
+			[#include <linux/mmu_notifier.h>],
+			[	enum mmu_notifier_event e = MMU_NOTIFY_EXCLUSIVE; (void)e;])
+		RC_LINUX_PROBE([PIN_USER_PAGES_NO_VMAS], [pin_user_pages() without vmas],
+			[#include <linux/mm.h>],
+			[	(void)pin_user_pages(0UL, 1UL, FOLL_LONGTERM, (struct page **)NULL);])
+		rm -rf conftest-kernel
+	])
+])

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * rc_test.c - run CUnit suites and report every test as a TAP test point.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <CUnit/Basic.h>
+
+#include "rc_test.h"
+
+static unsigned int rc_num;
+static unsigned int rc_failed;
+static char rc_skip_reason[256];
+static int rc_skipping;
+
+void rc_skip_all(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("1..0 # SKIP ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	exit(RC_EXIT_SKIP);
+}
+
+void rc_skip(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(rc_skip_reason, sizeof(rc_skip_reason), fmt, ap);
+	va_end(ap);
+	rc_skipping = 1;
+}
+
+void rc_diag(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("# ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+static void rc_test_start(const CU_pTest test, const CU_pSuite suite)
+{
+	rc_skipping = 0;
+	rc_skip_reason[0] = '\0';
+}
+
+static void rc_test_complete(const CU_pTest test, const CU_pSuite suite,
+			     const CU_pFailureRecord failure)
+{
+	const CU_FailureRecord *f;
+
+	rc_num++;
+	if (failure) {
+		rc_failed++;
+		printf("not ok %u - %s/%s\n", rc_num, suite->pName, test->pName);
+		for (f = failure; f; f = f->pNext)
+			printf("# %s:%u: %s\n", f->strFileName ? f->strFileName : "?",
+			       f->uiLineNumber,
+			       f->strCondition ? f->strCondition : "?");
+	} else if (rc_skipping) {
+		printf("ok %u - %s/%s # SKIP %s\n", rc_num, suite->pName,
+		       test->pName, rc_skip_reason);
+	} else {
+		printf("ok %u - %s/%s\n", rc_num, suite->pName, test->pName);
+	}
+	fflush(stdout);
+}
+
+static void rc_suite_init_failure(const CU_pSuite suite)
+{
+	CU_pTest t;
+
+	for (t = suite->pTest; t; t = t->pNext) {
+		rc_num++;
+		rc_failed++;
+		printf("not ok %u - %s/%s # suite setup failed\n", rc_num,
+		       suite->pName, t->pName);
+	}
+	fflush(stdout);
+}
+
+void rc_add_suite(const char *name, CU_InitializeFunc init,
+		  CU_CleanupFunc cleanup, const struct rc_test_case *cases)
+{
+	CU_pSuite s;
+
+	if (!CU_get_registry() && CU_initialize_registry() != CUE_SUCCESS)
+		exit(RC_EXIT_ERROR);
+	s = CU_add_suite(name, init, cleanup);
+	if (!s)
+		exit(RC_EXIT_ERROR);
+	for (; cases->name; cases++)
+		if (!CU_add_test(s, cases->name, cases->fn))
+			exit(RC_EXIT_ERROR);
+}
+
+static int rc_selected(const char *suite, const char *test, int argc, char **argv)
+{
+	size_t sl = strlen(suite);
+	int i;
+
+	if (argc <= 1)
+		return 1;
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], suite))
+			return 1;
+		if (!strncmp(argv[i], suite, sl) && argv[i][sl] == '/' &&
+		    !strcmp(argv[i] + sl + 1, test))
+			return 1;
+	}
+	return 0;
+}
+
+int rc_test_main(int argc, char **argv)
+{
+	CU_pTestRegistry reg;
+	CU_pSuite s;
+	CU_pTest t;
+	unsigned int planned = 0;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!CU_get_registry() && CU_initialize_registry() != CUE_SUCCESS)
+		return RC_EXIT_ERROR;
+	reg = CU_get_registry();
+	for (s = reg->pSuite; s; s = s->pNext)
+		for (t = s->pTest; t; t = t->pNext) {
+			t->fActive = rc_selected(s->pName, t->pName, argc, argv);
+			planned += t->fActive ? 1 : 0;
+		}
+	printf("1..%u\n", planned);
+	CU_set_test_start_handler(rc_test_start);
+	CU_set_test_complete_handler(rc_test_complete);
+	CU_set_suite_init_failure_handler(rc_suite_init_failure);
+	CU_set_error_action(CUEA_IGNORE);
+	CU_basic_set_mode(CU_BRM_SILENT);
+	if (CU_run_all_tests() != CUE_SUCCESS && !rc_failed) {
+		fprintf(stderr, "CUnit: %s\n", CU_get_error_msg());
+		CU_cleanup_registry();
+		return RC_EXIT_ERROR;
+	}
+	CU_cleanup_registry();
+	return rc_failed ? RC_EXIT_FAIL : RC_EXIT_PASS;
+}

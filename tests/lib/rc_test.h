@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * rc_test.h - the glue between CUnit and the test harness.
+ *
+ * Every test program registers CUnit suites and calls rc_test_main().  Each
+ * CUnit test becomes one TAP test point ("ok 3 - suite/test"), so the
+ * harness counts test cases, not programs, on the host and in the guests.
+ * Exit codes: 0 all passed, 1 a test failed, 77 skipped (with a one-line
+ * reason), 99 hard error.
+ */
+#ifndef RC_TEST_H
+#define RC_TEST_H
+
+#include <CUnit/CUnit.h>
+
+#define RC_EXIT_PASS	0
+#define RC_EXIT_FAIL	1
+#define RC_EXIT_SKIP	77
+#define RC_EXIT_ERROR	99
+
+/* Skip the whole program: prints "1..0 # SKIP reason" and exits 77. */
+void rc_skip_all(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+/* Mark the running test as skipped (call, then return from the test). */
+void rc_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Print a TAP diagnostic line ("# ..."). */
+void rc_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Run every registered suite.  If argv names tests ("suite/test" or
+ * "suite"), run only those.  Returns the process exit code.
+ */
+int rc_test_main(int argc, char **argv);
+
+/* Add a suite of NULL-terminated tests; aborts the program with 99 on failure. */
+struct rc_test_case {
+	const char *name;
+	CU_TestFunc fn;
+};
+void rc_add_suite(const char *name, CU_InitializeFunc init,
+		  CU_CleanupFunc cleanup, const struct rc_test_case *cases);
+
+#endif /* RC_TEST_H */

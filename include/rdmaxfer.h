@@ -1,5 +1,456 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* rdmaxfer.h - placeholder until librdmaxfer lands. */
+/*
+ * rdmaxfer.h - librdmaxfer, an RDMA transfer runtime on rdma-core.
+ *
+ * The model follows NIXL's transfer API: an agent owns one RDMA device
+ * port (protection domain, completion queue, completion channel, shared
+ * receive queue and a libregcache instance); it connects to many peers
+ * (several RC queue pairs each); memory is registered through the cache
+ * and exported as compact remote descriptors; transfers are prepared once
+ * (READ or WRITE between a local buffer list and a remote descriptor list,
+ * with an optional notification) and posted, tested and waited on as many
+ * times as needed.  Atomics and notifications complete the set.
+ *
+ * Conventions (as liburing): every action returns 0 or a negative errno and
+ * never relies on errno; counters return a non-negative count or -errno;
+ * constructors hand the object out through their last argument; accessors
+ * that cannot fail return the value.  The overview, the ordering rules and
+ * the thread-safety model are in rdmaxfer(7).
+ *
+ * ABI: additive changes only.  Attribute structures carry reserved fields
+ * that must be zero (rdmaxfer_agent_attr_init() does that).
+ */
 #ifndef RDMAXFER_H
 #define RDMAXFER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <regcache.h>
+
+#ifdef __cplusplus
+extern "C" {
 #endif
+
+struct rdmaxfer_agent;
+struct rdmaxfer_peer;
+struct rdmaxfer_mem;
+struct rdmaxfer_req;
+
+/* ---------------------------------------------------------------- agent */
+
+enum rdmaxfer_progress_mode {
+	/* test/wait/progress calls drive the CQ and the CM events */
+	RDMAXFER_PROGRESS_CALLER = 0,
+	/* a progress thread owned by the agent drives them */
+	RDMAXFER_PROGRESS_THREAD = 1,
+};
+
+#define RDMAXFER_NAME_MAX	32	/* agent name, NUL included */
+#define RDMAXFER_DEVNAME_MAX	64	/* device name, NUL included */
+
+/* struct rdmaxfer_agent_attr.flags */
+#define RDMAXFER_AGENT_NO_ENV	(1U << 0)	/* ignore RDMAXFER_* variables */
+
+/*
+ * Agent attributes.  Initialise with rdmaxfer_agent_attr_init(), then set
+ * what matters; zero means "default" for every number.
+ */
+struct rdmaxfer_agent_attr {
+	/* device name; NULL: $RDMAXFER_DEVICE, else the first ACTIVE port */
+	const char *device;
+	/* port number; 0: the first ACTIVE port of the device */
+	uint8_t port;
+	/* GID index; -1: auto (the RoCE v2 IPv4 GID, else the RoCE v2, else 0) */
+	int gid_index;
+	uint32_t sq_depth;		/* send WRs per QP (default 256) */
+	uint32_t srq_depth;		/* receive buffers of the agent (default 256) */
+	uint32_t cq_depth;		/* CQ entries (default 4096) */
+	uint32_t qps_per_peer;		/* RC QPs per peer (default 1, max 16) */
+	/* signal at least every N work requests of a QP (default sq_depth / 4) */
+	uint32_t signal_interval;
+	/* requested max_inline_data (default 64); 0 after init: no inline */
+	uint32_t max_inline;
+	/* requests at or above this size are striped over the peer's QPs
+	 * (default 64 KiB) */
+	uint32_t stripe_threshold;
+	int cm_timeout_ms;		/* rdma_cm steps (default 5000) */
+	enum rdmaxfer_progress_mode progress;
+	/* registration cache: REGCACHE_MONITOR_AUTO (default), _KMOD, _UFFD,
+	 * or _NONE (no caching: every registration is a real ibv_reg_mr) */
+	enum regcache_monitor_type cache_monitor;
+	size_t cache_max_entries;	/* 0: libregcache default */
+	size_t cache_max_bytes;		/* 0: libregcache default */
+	const char *name;		/* shown in metadata; NULL: "rdmaxfer" */
+	uint32_t flags;			/* RDMAXFER_AGENT_* */
+	uint64_t reserved[4];		/* must be zero */
+};
+
+/* Fill attr with defaults (gid_index -1, max_inline 64, the rest 0). */
+void rdmaxfer_agent_attr_init(struct rdmaxfer_agent_attr *attr);
+
+/*
+ * Open the device, allocate PD, CQ, completion channel, SRQ and the
+ * registration cache, and start the progress thread if asked for.
+ * attr may be NULL (all defaults).  Errors: -EINVAL (bad attribute),
+ * -ENODEV (no such device, no ACTIVE port), -ENOMEM, verbs errors.
+ */
+int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
+			  struct rdmaxfer_agent **agentp);
+
+/* Disconnect every peer, stop the thread, free everything.  Requests and
+ * memory handles still alive are freed with it (do not use them after). */
+void rdmaxfer_agent_destroy(struct rdmaxfer_agent *agent);
+
+/* What the agent runs on (values resolved from the attributes). */
+struct rdmaxfer_agent_info {
+	char device[RDMAXFER_DEVNAME_MAX];
+	char name[RDMAXFER_NAME_MAX];
+	uint64_t agent_id;		/* random, identifies the agent to peers */
+	uint8_t port;
+	uint8_t gid[16];
+	int gid_index;
+	uint32_t max_msg_size;		/* port max message size: split unit */
+	uint32_t max_inline;		/* what the QPs got */
+	uint32_t qps_per_peer;
+	uint32_t sq_depth;
+	uint32_t srq_depth;
+	uint32_t signal_interval;
+	uint32_t stripe_threshold;
+	enum rdmaxfer_progress_mode progress;
+	const char *cache_monitor;	/* "kmod", "uffd" or "none" */
+	uint64_t reserved[4];
+};
+int rdmaxfer_agent_query(struct rdmaxfer_agent *agent,
+			 struct rdmaxfer_agent_info *info);
+
+/* Statistics of the agent's registration cache (libregcache's). */
+int rdmaxfer_agent_cache_stats(struct rdmaxfer_agent *agent,
+			       struct regcache_stats *stats);
+
+/*
+ * Drive completions and connection events once, without blocking.
+ * Returns the number of completions processed, or -errno.  Needed only in
+ * RDMAXFER_PROGRESS_CALLER mode when not calling test/wait (for example on
+ * a passive side that only accepts peers and receives notifications).
+ */
+int rdmaxfer_progress(struct rdmaxfer_agent *agent);
+
+/* ---------------------------------------------------------- connections */
+
+enum rdmaxfer_peer_state {
+	RDMAXFER_PEER_CONNECTING = 0,
+	RDMAXFER_PEER_CONNECTED = 1,
+	/* a QP failed (WC error): requests fail with -ENOTCONN until
+	 * rdmaxfer_peer_reconnect() */
+	RDMAXFER_PEER_ERROR = 2,
+	/* the remote side disconnected or died */
+	RDMAXFER_PEER_DISCONNECTED = 3,
+};
+
+/*
+ * Listen for peers on host:port (host NULL: the device's first IPv4
+ * address; port 0: an ephemeral port, see rdmaxfer_listen_port()).
+ * Incoming connections are accepted by the progress engine (the thread,
+ * rdmaxfer_progress(), or rdmaxfer_accept()) as they arrive.
+ * Errors: -EALREADY (already listening), -EADDRINUSE, -EADDRNOTAVAIL,
+ * -EINVAL.
+ */
+int rdmaxfer_listen(struct rdmaxfer_agent *agent, const char *host,
+		    uint16_t port);
+int rdmaxfer_listen_port(struct rdmaxfer_agent *agent, uint16_t *portp);
+
+/*
+ * Hand out the next peer that connected to us and is ready (all its QPs
+ * established), waiting up to timeout_ms (-1: forever, 0: poll).
+ * Errors: -ETIMEDOUT, -ENOTCONN (not listening).
+ */
+int rdmaxfer_accept(struct rdmaxfer_agent *agent, int timeout_ms,
+		    struct rdmaxfer_peer **peerp);
+
+/*
+ * Connect to an agent listening on host:port: qps_per_peer RC QPs through
+ * rdma_cm, each carrying a hello (magic, version, agent id, connection
+ * token, QP index) in its private data.  timeout_ms <= 0: the agent's
+ * cm_timeout_ms.  Errors: -ETIMEDOUT, -ECONNREFUSED, -EHOSTUNREACH,
+ * -EPROTO (peer speaks another protocol version), -EINVAL.
+ */
+int rdmaxfer_connect(struct rdmaxfer_agent *agent, const char *host,
+		     uint16_t port, int timeout_ms,
+		     struct rdmaxfer_peer **peerp);
+
+/*
+ * Out-of-band path (as NIXL's getLocalMD/loadRemoteMD): connect to the
+ * agent described by a metadata blob (rdmaxfer_md_pack()).  The blob
+ * carries the remote agent's rdma_cm listen address; the QP exchange then
+ * runs over rdma_cm, so one blob per side is enough and no second
+ * exchange step is needed.  The remote agent must be listening.
+ * Errors: those of rdmaxfer_md_parse() and rdmaxfer_connect(), and
+ * -EDESTADDRREQ (the blob's agent is not listening).
+ */
+int rdmaxfer_connect_md(struct rdmaxfer_agent *agent, const void *blob,
+			size_t len, int timeout_ms,
+			struct rdmaxfer_peer **peerp);
+
+/*
+ * Re-establish a peer in state ERROR or DISCONNECTED that we connected to
+ * (new QPs, same handle).  Requests prepared on the peer stay valid.
+ * -EOPNOTSUPP for an accepted peer: the remote side reconnects.
+ */
+int rdmaxfer_peer_reconnect(struct rdmaxfer_peer *peer, int timeout_ms);
+
+/* Disconnect and free a peer.  Requests prepared on it must be freed first
+ * (-EBUSY otherwise). */
+int rdmaxfer_peer_destroy(struct rdmaxfer_peer *peer);
+
+enum rdmaxfer_peer_state rdmaxfer_peer_state(const struct rdmaxfer_peer *peer);
+/* The remote agent's id (rdmaxfer_agent_info.agent_id on its side). */
+uint64_t rdmaxfer_peer_id(const struct rdmaxfer_peer *peer);
+/* The last error that moved the peer out of CONNECTED (0 if none). */
+int rdmaxfer_peer_error(const struct rdmaxfer_peer *peer);
+
+/* --------------------------------------------------------------- memory */
+
+/* Memory kinds.  Only HOST is implemented; the others are reserved for
+ * the next release and rejected with -EOPNOTSUPP. */
+enum rdmaxfer_mem_kind {
+	RDMAXFER_MEM_HOST = 1,		/* pinned host memory (ibv_reg_mr) */
+	RDMAXFER_MEM_ODP = 2,		/* on-demand paging (reserved) */
+	RDMAXFER_MEM_DEVICE = 3,	/* device memory, MEMIC (reserved) */
+	RDMAXFER_MEM_DMABUF = 4,	/* dma-buf (reserved) */
+};
+
+/*
+ * A remote descriptor: enough to target memory with one-sided operations.
+ * Plain data, 24 bytes, copyable; it travels to peers in metadata blobs or
+ * notification messages.  kind is an enum rdmaxfer_mem_kind.
+ */
+struct rdmaxfer_desc {
+	uint64_t addr;
+	uint64_t len;
+	uint32_t rkey;
+	uint32_t kind;
+};
+
+/* A local buffer of a transfer (registered through the cache when used). */
+struct rdmaxfer_iov {
+	void *addr;
+	size_t len;
+};
+
+/*
+ * Register [addr, addr + len) for local and remote access (local write,
+ * remote read, write and atomic) through the agent's registration cache.
+ * Registering the same or an overlapping range again is a cache hit.
+ * Errors: -EINVAL (NULL addr, len 0), -EOPNOTSUPP (kind other than HOST),
+ * registration errors (-ENOMEM, -EFAULT, ...).
+ */
+int rdmaxfer_mem_register(struct rdmaxfer_agent *agent, void *addr,
+			  size_t len, enum rdmaxfer_mem_kind kind,
+			  struct rdmaxfer_mem **memp);
+
+/* Drop the handle (the cache keeps the registration for later hits). */
+int rdmaxfer_mem_deregister(struct rdmaxfer_mem *mem);
+
+/*
+ * Export [offset, offset + len) of a registered region as a remote
+ * descriptor (len 0: to the end).  -ERANGE when outside the region.
+ */
+int rdmaxfer_mem_desc(const struct rdmaxfer_mem *mem, size_t offset,
+		      size_t len, struct rdmaxfer_desc *desc);
+
+/* Sub-range of a descriptor (len 0: to the end); -ERANGE when outside. */
+int rdmaxfer_desc_sub(const struct rdmaxfer_desc *desc, uint64_t offset,
+		      uint64_t len, struct rdmaxfer_desc *out);
+
+/* --------------------------------------------------- metadata (blobs) */
+
+#define RDMAXFER_MD_MAGIC	0x4d584452U	/* "RDXM" little-endian */
+#define RDMAXFER_MD_VERSION	1
+#define RDMAXFER_MD_MAX_DESCS	65536
+
+/*
+ * Serialise the agent's metadata (identity, device, GID, listen address)
+ * and an optional list of descriptors into buf: fixed-width little-endian
+ * fields after a header with magic, version and total length.  *lenp gets
+ * the size; with buf NULL or cap too small, -ENOSPC and *lenp the size
+ * needed.
+ */
+int rdmaxfer_md_pack(struct rdmaxfer_agent *agent,
+		     const struct rdmaxfer_desc *descs, size_t ndescs,
+		     void *buf, size_t cap, size_t *lenp);
+
+/* Parsed metadata (one allocation; free with rdmaxfer_md_free()). */
+struct rdmaxfer_md {
+	uint16_t version;
+	uint64_t agent_id;
+	char name[RDMAXFER_NAME_MAX];
+	char device[RDMAXFER_DEVNAME_MAX];
+	uint8_t port;
+	uint8_t gid_index;
+	uint8_t gid[16];
+	uint32_t max_msg_size;
+	uint32_t qps_per_peer;
+	bool listening;
+	char host[48];			/* numeric IPv4/IPv6 listen address */
+	uint16_t listen_port;
+	size_t ndescs;
+	struct rdmaxfer_desc *descs;	/* inside the same allocation */
+};
+
+/*
+ * Parse and validate a blob: every length is checked against len before it
+ * is read.  Errors: -EINVAL (NULL, truncated, bad magic, inconsistent
+ * lengths, unterminated strings, unknown memory kind, non-zero reserved
+ * bits), -EPROTO (another metadata version), -ENOMEM.
+ */
+int rdmaxfer_md_parse(const void *blob, size_t len, struct rdmaxfer_md **mdp);
+void rdmaxfer_md_free(struct rdmaxfer_md *md);
+
+/* ------------------------------------------------------------ transfers */
+
+enum rdmaxfer_op {
+	RDMAXFER_OP_READ = 1,		/* remote -> local */
+	RDMAXFER_OP_WRITE = 2,		/* local -> remote */
+	RDMAXFER_OP_FADD = 3,		/* atomic fetch-and-add (prepared by
+					 * rdmaxfer_atomic_prepare()) */
+	RDMAXFER_OP_CSWAP = 4,		/* atomic compare-and-swap */
+};
+
+/* Optional notification of a transfer, delivered to the remote agent
+ * after all the transfer's data is in place (see rdmaxfer(7)). */
+struct rdmaxfer_xfer_notif {
+	uint32_t value;			/* 32-bit immediate for the receiver */
+};
+
+/*
+ * Prepare a transfer: pair i moves local[i].len bytes between local[i]
+ * and remote[i] (same count, same lengths pairwise, else -EINVAL).
+ * Lengths may be 1 B .. any size and addresses unaligned; pieces larger
+ * than the port's max message size are split, and requests of at least
+ * stripe_threshold bytes are striped over the peer's QPs.  The work
+ * requests are built here, once; rdmaxfer_req_post() only re-validates the
+ * local registrations through the cache and rings one doorbell per QP.
+ * notif may be NULL.  Errors: -EINVAL, -EOPNOTSUPP (remote kind not HOST),
+ * -ENOMEM.
+ */
+int rdmaxfer_xfer_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
+			  const struct rdmaxfer_iov *local, size_t nlocal,
+			  const struct rdmaxfer_desc *remote, size_t nremote,
+			  const struct rdmaxfer_xfer_notif *notif,
+			  struct rdmaxfer_req **reqp);
+
+/*
+ * Prepare an atomic on the remote 8-byte word at remote->addr + offset
+ * (8-byte aligned, inside the descriptor).  FADD adds 'operand'; CSWAP
+ * stores 'swap' if the word equals 'operand'.  Either way the word's old
+ * value lands in *result (8-byte aligned local memory, registered through
+ * the cache).  Errors: -EINVAL (op, alignment), -ERANGE (outside desc).
+ */
+int rdmaxfer_atomic_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
+			    const struct rdmaxfer_desc *remote,
+			    uint64_t offset, uint64_t operand, uint64_t swap,
+			    uint64_t *result, struct rdmaxfer_req **reqp);
+
+/* Change the operands of a prepared atomic before reposting it. */
+int rdmaxfer_atomic_set(struct rdmaxfer_req *req, uint64_t operand,
+			uint64_t swap);
+
+/*
+ * Post a prepared request (again).  Returns 0 once its work requests are
+ * posted or queued behind earlier requests of the same QP (a full send
+ * queue never fails a post).  Errors: -EBUSY (still in progress),
+ * -ENOTCONN (peer not connected), registration errors.
+ */
+int rdmaxfer_req_post(struct rdmaxfer_req *req);
+
+/*
+ * Non-blocking state: 0 done, -EINPROGRESS in progress, -EALREADY never
+ * posted, or the request's error (-EACCES remote access error, -ETIMEDOUT
+ * transport retries exceeded, -ECONNRESET peer lost, ...; see
+ * rdmaxfer_req_strerror()).  In caller progress mode, also polls the CQ.
+ */
+int rdmaxfer_req_test(struct rdmaxfer_req *req);
+
+/*
+ * Block until the request completes or timeout_ms passes (-1: forever),
+ * sleeping on the completion channel.  Returns what rdmaxfer_req_test()
+ * would, or -ETIMEDOUT (the request stays in progress).
+ */
+int rdmaxfer_req_wait(struct rdmaxfer_req *req, int timeout_ms);
+
+/* Free a request that is not in progress (-EBUSY otherwise). */
+int rdmaxfer_req_free(struct rdmaxfer_req *req);
+
+/* Bytes moved by one post of the request. */
+uint64_t rdmaxfer_req_bytes(const struct rdmaxfer_req *req);
+
+/* The verbs status text of the request's failed work completion
+ * (ibv_wc_status_str), or of its errno when it failed before the wire. */
+const char *rdmaxfer_req_strerror(const struct rdmaxfer_req *req);
+
+/* Text for a negative errno from this library (strerror-like). */
+const char *rdmaxfer_strerror(int err);
+
+/* The -errno librdmaxfer maps a verbs work-completion status to. */
+int rdmaxfer_wc_status_errno(int ibv_wc_status);
+
+/* --------------------------------------------------------- notifications */
+
+#define RDMAXFER_NOTIF_MSG_MAX	1024
+
+enum rdmaxfer_notif_type {
+	RDMAXFER_NOTIF_IMM = 1,		/* RDMA WRITE with immediate (value only) */
+	RDMAXFER_NOTIF_MSG = 2,		/* SEND with immediate and a payload */
+};
+
+struct rdmaxfer_notif {
+	struct rdmaxfer_peer *peer;	/* the peer it came from */
+	uint64_t peer_id;		/* its agent id */
+	enum rdmaxfer_notif_type type;
+	uint32_t value;
+	uint32_t len;			/* payload bytes (MSG only) */
+	uint8_t data[RDMAXFER_NOTIF_MSG_MAX];
+};
+
+/*
+ * Send a notification to a peer without a transfer: a 32-bit value and, if
+ * len > 0, a payload of up to RDMAXFER_NOTIF_MSG_MAX bytes (copied; the
+ * buffer may be reused at return).  Notifications of one peer arrive in
+ * the order they were sent (they all travel on the peer's first QP).
+ * Errors: -EMSGSIZE, -ENOTCONN, -EAGAIN (send slots exhausted: progress
+ * and retry).
+ */
+int rdmaxfer_notif_send(struct rdmaxfer_peer *peer, uint32_t value,
+			const void *msg, size_t len);
+
+/*
+ * Take up to max received notifications, oldest first, without blocking
+ * (progresses the agent in caller mode).  Returns the number taken, or
+ * -errno.  Not used when a callback is set.
+ */
+int rdmaxfer_get_notifs(struct rdmaxfer_agent *agent,
+			struct rdmaxfer_notif *notifs, size_t max);
+
+/* As rdmaxfer_get_notifs(), but wait up to timeout_ms (-1: forever) for
+ * at least one; -ETIMEDOUT if none came. */
+int rdmaxfer_wait_notifs(struct rdmaxfer_agent *agent,
+			 struct rdmaxfer_notif *notifs, size_t max,
+			 int timeout_ms);
+
+/*
+ * Deliver notifications through a callback instead, called from the
+ * progress context (the progress thread, or the caller's progress/test/
+ * wait call) without agent locks held: it may call into the library, but
+ * must not block for long.  fn NULL: back to the queue.
+ */
+typedef void (*rdmaxfer_notif_fn)(void *user, const struct rdmaxfer_notif *n);
+int rdmaxfer_set_notif_cb(struct rdmaxfer_agent *agent, rdmaxfer_notif_fn fn,
+			  void *user);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RDMAXFER_H */

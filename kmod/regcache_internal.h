@@ -1,7 +1,138 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* regcache_internal.h - shared declarations of regcache.ko. */
+/*
+ * regcache_internal.h - shared declarations of regcache.ko.
+ *
+ * One struct regcache_ctx per open() of /dev/regcache, bound to the
+ * opener's mm.  A context owns a vmalloc'd status area (the page-aligned
+ * struct regcache_status the process maps read-only), an xarray of watched
+ * ranges indexed by slot, and a preallocated event ring.
+ *
+ * Locking, outermost first:
+ *   ctx->mutex      WATCH / UNWATCH / CONFIGURE / teardown; may sleep,
+ *                   taken before mmap_lock (never the other way round:
+ *                   ->mmap runs under mmap_lock and so never takes it)
+ *   ctx->read_mutex one reader at a time (read(), FLUSH)
+ *   ctx->lock       spinlock: slot words, range state, the ring and the
+ *                   status header.  The only lock the MMU notifier takes,
+ *                   so an invalidation never sleeps and never waits for
+ *                   anything that could sleep.
+ *   regcache_ctx_list_lock  global context list (sysfs)
+ */
 #ifndef REGCACHE_INTERNAL_H
 #define REGCACHE_INTERNAL_H
+
+#include <linux/atomic.h>
+#include <linux/list.h>
 #include <linux/miscdevice.h>
+#include <linux/mmu_notifier.h>
+#include <linux/mutex.h>
+#include <linux/sched.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+#include <linux/xarray.h>
 #include "regcache_uapi.h"
-#endif
+
+/* Hard bounds of the module parameters and of CONFIGURE. */
+#define REGCACHE_WATCHES_LIMIT	(1U << 20)
+#define REGCACHE_RING_LIMIT	(1U << 20)
+
+/* Module parameters (regcache_main.c); read with READ_ONCE. */
+extern unsigned int regcache_max_watches;
+extern unsigned int regcache_ring_entries;
+extern unsigned long long regcache_max_pinned_bytes;
+extern bool regcache_strict;
+
+/* Module-wide counters, shown in sysfs. */
+struct regcache_global_stats {
+	atomic_t contexts;
+	atomic64_t watches;
+	atomic64_t pinned_bytes;
+	atomic64_t events_total;
+	atomic64_t overflows;
+	atomic64_t foreign_mm;	/* calls refused with -EIO */
+};
+extern struct regcache_global_stats regcache_stats;
+
+/* A fixed-capacity ring of events; every field under ctx->lock. */
+struct regcache_ring {
+	struct regcache_event *ev;
+	u32 entries;
+	u32 head;		/* oldest queued record */
+	u32 count;		/* records queued */
+};
+
+int regcache_ring_alloc(struct regcache_ring *ring, u32 entries);
+void regcache_ring_free(struct regcache_ring *ring);
+bool regcache_ring_push(struct regcache_ring *ring, const struct regcache_event *ev);
+bool regcache_ring_peek(const struct regcache_ring *ring, struct regcache_event *ev);
+void regcache_ring_pop(struct regcache_ring *ring);
+void regcache_ring_clear(struct regcache_ring *ring);
+
+enum regcache_range_state {
+	REGCACHE_RANGE_ACTIVE = 1,	/* the slot word has REGCACHE_SLOT_ACTIVE */
+	REGCACHE_RANGE_INVALIDATED,	/* event sent; waits for UNWATCH */
+};
+
+/* One watched range: a slot plus its interval notifier. */
+struct regcache_range {
+	struct mmu_interval_notifier notifier;
+	struct regcache_ctx *ctx;
+	u64 addr;		/* as the caller gave it */
+	u64 len;
+	unsigned long start;	/* page-aligned notifier interval */
+	unsigned long end;
+	u64 cookie;
+	u64 pinned_bytes;
+	u32 slot;
+	u32 state;		/* enum regcache_range_state, under ctx->lock */
+};
+
+struct regcache_ctx {
+	struct mm_struct *mm;		/* mmgrab'd: identity, never used after exit */
+	pid_t tgid;
+	char comm[TASK_COMM_LEN];
+	struct list_head node;		/* regcache_ctx_list */
+
+	struct mutex mutex;
+	struct mutex read_mutex;
+	spinlock_t lock;
+	wait_queue_head_t wait;
+
+	struct xarray ranges;		/* slot -> struct regcache_range */
+	struct regcache_status *status;	/* vmalloc_user, status_size bytes */
+	size_t status_size;
+	u32 max_watches;		/* slots[] entries, fixed at open */
+	struct regcache_ring ring;
+	bool frozen;			/* WATCH or mmap happened: no CONFIGURE */
+
+	/* Counters: updated under ctx->lock, read locklessly for sysfs. */
+	u32 nr_watches;
+	u32 status_flags;
+	u64 pinned_bytes;
+	u64 events_total;
+	u64 overflows;
+	u64 watch_calls;
+	u64 unwatch_calls;
+};
+
+/* regcache_ctx.c */
+extern const struct file_operations regcache_fops;
+extern struct list_head regcache_ctx_list;
+extern struct mutex regcache_ctx_list_lock;
+
+/* regcache_watch.c */
+int regcache_watch(struct regcache_ctx *ctx, struct regcache_watch *w);
+int regcache_unwatch(struct regcache_ctx *ctx, u32 slot, u64 cookie);
+void regcache_unwatch_all(struct regcache_ctx *ctx);
+u32 regcache_reason_of(int event);
+bool regcache_reason_invalidates(u32 reason);
+
+/* regcache_events.c */
+void regcache_ctx_queue_event(struct regcache_ctx *ctx, const struct regcache_event *ev);
+void regcache_ctx_flush_events(struct regcache_ctx *ctx);
+void regcache_status_sync(struct regcache_ctx *ctx);
+
+/* regcache_main.c */
+extern const struct attribute_group *regcache_attr_groups[];
+
+#endif /* REGCACHE_INTERNAL_H */

@@ -1,57 +1,183 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * regcache_main.c - module entry: registers the /dev/regcache misc device.
- * (Minimal module for the foundation; the watch machinery comes with the
- * module issue.)
+ * regcache_main.c - module entry: parameters, the /dev/regcache misc
+ * device and its sysfs attributes.
+ *
+ * Parameters are writable at runtime; each takes effect where that is
+ * safe: max_watches and ring_entries for contexts opened afterwards (the
+ * status area and the ring of a live context never change size under a
+ * mapping), max_pinned_bytes at the next WATCH, strict at the next
+ * notifier callback.
+ *
+ * /sys/class/misc/regcache/ holds the global counters (world-readable)
+ * and "contexts", the per-context list (root only: it names processes).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/ctype.h>
+#include <linux/device.h>
 #include <linux/fs.h>
 #include <linux/module.h>
+#include <linux/moduleparam.h>
 #include "regcache_internal.h"
 
-static int regcache_open(struct inode *inode, struct file *file)
+unsigned int regcache_max_watches = 65536;
+unsigned int regcache_ring_entries = 1024;
+unsigned long long regcache_max_pinned_bytes;
+bool regcache_strict;
+struct regcache_global_stats regcache_stats;
+
+static int regcache_param_set_bounded(const char *val, const struct kernel_param *kp,
+				      unsigned int limit)
 {
+	unsigned int v;
+	int ret;
+
+	ret = kstrtouint(val, 0, &v);
+	if (ret)
+		return ret;
+	if (!v || v > limit)
+		return -EINVAL;
+	WRITE_ONCE(*(unsigned int *)kp->arg, v);
 	return 0;
 }
 
-static long regcache_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+static int regcache_param_set_watches(const char *val, const struct kernel_param *kp)
 {
-	struct regcache_info info = {
-		.abi_version = REGCACHE_ABI_VERSION,
-	};
-
-	if (cmd != REGCACHE_IOC_GET_INFO)
-		return -ENOTTY;
-	if (copy_to_user((void __user *)arg, &info, sizeof(info)))
-		return -EFAULT;
-	return 0;
+	return regcache_param_set_bounded(val, kp, REGCACHE_WATCHES_LIMIT);
 }
 
-static const struct file_operations regcache_fops = {
-	.owner		= THIS_MODULE,
-	.open		= regcache_open,
-	.unlocked_ioctl	= regcache_ioctl,
+static int regcache_param_set_ring(const char *val, const struct kernel_param *kp)
+{
+	return regcache_param_set_bounded(val, kp, REGCACHE_RING_LIMIT);
+}
+
+static const struct kernel_param_ops regcache_watches_ops = {
+	.set = regcache_param_set_watches,
+	.get = param_get_uint,
+};
+
+static const struct kernel_param_ops regcache_ring_ops = {
+	.set = regcache_param_set_ring,
+	.get = param_get_uint,
+};
+
+module_param_cb(max_watches, &regcache_watches_ops, &regcache_max_watches, 0644);
+MODULE_PARM_DESC(max_watches, "Watches (status slots) per context, 1..1048576; new contexts (default 65536)");
+module_param_cb(ring_entries, &regcache_ring_ops, &regcache_ring_entries, 0644);
+MODULE_PARM_DESC(ring_entries, "Default event ring capacity per context, 1..1048576; new contexts (default 1024)");
+module_param_named(max_pinned_bytes, regcache_max_pinned_bytes, ullong, 0644);
+MODULE_PARM_DESC(max_pinned_bytes, "Cap on pinned bytes per context, 0 = none (default 0)");
+module_param_named(strict, regcache_strict, bool, 0644);
+MODULE_PARM_DESC(strict, "Invalidate on every notifier event, including mprotect and fork write-protect (default 0)");
+
+#define REGCACHE_STAT_ATTR(name, expr)						\
+static ssize_t name##_show(struct device *dev, struct device_attribute *attr,	\
+			   char *buf)						\
+{										\
+	return sysfs_emit(buf, "%lld\n", (long long)(expr));			\
+}										\
+static DEVICE_ATTR_RO(name)
+
+REGCACHE_STAT_ATTR(nr_contexts, atomic_read(&regcache_stats.contexts));
+REGCACHE_STAT_ATTR(watches, atomic64_read(&regcache_stats.watches));
+REGCACHE_STAT_ATTR(pinned_bytes, atomic64_read(&regcache_stats.pinned_bytes));
+REGCACHE_STAT_ATTR(events_total, atomic64_read(&regcache_stats.events_total));
+REGCACHE_STAT_ATTR(overflows, atomic64_read(&regcache_stats.overflows));
+REGCACHE_STAT_ATTR(foreign_mm, atomic64_read(&regcache_stats.foreign_mm));
+
+static ssize_t abi_version_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", REGCACHE_ABI_VERSION);
+}
+static DEVICE_ATTR_RO(abi_version);
+
+/*
+ * One line per context: "pid watches pinned_bytes events overflows comm",
+ * comm last with unprintable bytes as '?', so a parser splits at most five
+ * times.  A list longer than a page ends with "# N more".
+ */
+static ssize_t contexts_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct regcache_ctx *ctx;
+	unsigned int more = 0;
+	char comm[TASK_COMM_LEN];
+	ssize_t len = 0;
+	int i, n;
+
+	mutex_lock(&regcache_ctx_list_lock);
+	list_for_each_entry(ctx, &regcache_ctx_list, node) {
+		if (more || len > PAGE_SIZE - 128) {
+			more++;
+			continue;
+		}
+		memcpy(comm, ctx->comm, sizeof(comm));
+		comm[sizeof(comm) - 1] = '\0';
+		for (i = 0; comm[i]; i++)
+			if (!isprint(comm[i]) || comm[i] == ' ')
+				comm[i] = '?';
+		n = sysfs_emit_at(buf, len, "%d %u %llu %llu %llu %s\n", ctx->tgid,
+				  READ_ONCE(ctx->nr_watches),
+				  (unsigned long long)READ_ONCE(ctx->pinned_bytes),
+				  (unsigned long long)READ_ONCE(ctx->events_total),
+				  (unsigned long long)READ_ONCE(ctx->overflows), comm);
+		len += n;
+	}
+	mutex_unlock(&regcache_ctx_list_lock);
+	if (more)
+		len += sysfs_emit_at(buf, len, "# %u more\n", more);
+	return len;
+}
+static DEVICE_ATTR_ADMIN_RO(contexts);
+
+static struct attribute *regcache_attrs[] = {
+	&dev_attr_abi_version.attr,
+	&dev_attr_nr_contexts.attr,
+	&dev_attr_watches.attr,
+	&dev_attr_pinned_bytes.attr,
+	&dev_attr_events_total.attr,
+	&dev_attr_overflows.attr,
+	&dev_attr_foreign_mm.attr,
+	&dev_attr_contexts.attr,
+	NULL,
+};
+
+static const struct attribute_group regcache_attr_group = {
+	.attrs = regcache_attrs,
+};
+
+const struct attribute_group *regcache_attr_groups[] = {
+	&regcache_attr_group,
+	NULL,
 };
 
 static struct miscdevice regcache_misc = {
 	.minor	= MISC_DYNAMIC_MINOR,
 	.name	= REGCACHE_DEVICE_NAME,
 	.fops	= &regcache_fops,
+	.groups	= regcache_attr_groups,
 	.mode	= 0666,
 };
 
 static int __init regcache_init(void)
 {
-	int ret = misc_register(&regcache_misc);
+	int ret;
 
-	if (ret)
+	ret = misc_register(&regcache_misc);
+	if (ret) {
 		pr_err("misc_register failed: %d\n", ret);
-	return ret;
+		return ret;
+	}
+	return 0;
 }
 
 static void __exit regcache_exit(void)
 {
+	/*
+	 * No context can exist here: every open fd holds a module reference
+	 * through regcache_fops.owner, and the interval notifiers die with
+	 * their context in release().
+	 */
 	misc_deregister(&regcache_misc);
 }
 

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * regcache_events.c - the per-context event ring.
+ *
+ * The ring is allocated before the first WATCH, so the invalidate callback
+ * never allocates: it copies one record into a free entry or, when the
+ * ring is full, drops the record, counts it and raises
+ * REGCACHE_STATUS_OVERFLOW.  Dropping is safe because the slot word is
+ * updated before the event is queued; the ring is only a hint of which
+ * slots to look at.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include "regcache_internal.h"
+
+int regcache_ring_alloc(struct regcache_ring *ring, u32 entries)
+{
+	ring->ev = kvcalloc(entries, sizeof(*ring->ev), GFP_KERNEL_ACCOUNT);
+	if (!ring->ev)
+		return -ENOMEM;
+	ring->entries = entries;
+	ring->head = 0;
+	ring->count = 0;
+	return 0;
+}
+
+void regcache_ring_free(struct regcache_ring *ring)
+{
+	kvfree(ring->ev);
+	ring->ev = NULL;
+	ring->entries = 0;
+	ring->count = 0;
+}
+
+bool regcache_ring_push(struct regcache_ring *ring, const struct regcache_event *ev)
+{
+	u32 tail;
+
+	if (ring->count == ring->entries)
+		return false;
+	tail = ring->head + ring->count;
+	if (tail >= ring->entries)
+		tail -= ring->entries;
+	ring->ev[tail] = *ev;
+	ring->count++;
+	return true;
+}
+
+bool regcache_ring_peek(const struct regcache_ring *ring, struct regcache_event *ev)
+{
+	if (!ring->count)
+		return false;
+	*ev = ring->ev[ring->head];
+	return true;
+}
+
+void regcache_ring_pop(struct regcache_ring *ring)
+{
+	if (!ring->count)
+		return;
+	ring->count--;
+	if (++ring->head == ring->entries)
+		ring->head = 0;
+}
+
+void regcache_ring_clear(struct regcache_ring *ring)
+{
+	ring->head = 0;
+	ring->count = 0;
+}
+
+/* Mirror the counters into the mapped header.  Caller holds ctx->lock. */
+void regcache_status_sync(struct regcache_ctx *ctx)
+{
+	struct regcache_status *st = ctx->status;
+
+	WRITE_ONCE(st->flags, ctx->status_flags);
+	WRITE_ONCE(st->ring_entries, ctx->ring.entries);
+	WRITE_ONCE(st->events_total, ctx->events_total);
+	WRITE_ONCE(st->events_pending, ctx->ring.count);
+	WRITE_ONCE(st->overflows, ctx->overflows);
+}
+
+/*
+ * Queue one record.  Caller holds ctx->lock and has already written the
+ * slot word; the wake-up is the caller's, after unlocking.
+ */
+void regcache_ctx_queue_event(struct regcache_ctx *ctx, const struct regcache_event *ev)
+{
+	ctx->events_total++;
+	atomic64_inc(&regcache_stats.events_total);
+	if (!regcache_ring_push(&ctx->ring, ev)) {
+		ctx->overflows++;
+		ctx->status_flags |= REGCACHE_STATUS_OVERFLOW;
+		atomic64_inc(&regcache_stats.overflows);
+	}
+	regcache_status_sync(ctx);
+}
+
+/* FLUSH: drop every queued record and clear the overflow flag. */
+void regcache_ctx_flush_events(struct regcache_ctx *ctx)
+{
+	spin_lock(&ctx->lock);
+	regcache_ring_clear(&ctx->ring);
+	ctx->status_flags &= ~REGCACHE_STATUS_OVERFLOW;
+	regcache_status_sync(ctx);
+	spin_unlock(&ctx->lock);
+}

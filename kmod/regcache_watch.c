@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * regcache_watch.c - watched ranges: slots, interval notifiers, filtering.
+ *
+ * Each WATCH gets a slot (the lowest free index of the context's xarray)
+ * and an mmu_interval_notifier over the page-aligned range.  The
+ * notifier's invalidate callback is the heart of the module: it decides
+ * from the event type whether the pages under the range can have changed,
+ * and if so it rewrites the slot word (inactive, generation + 1) under a
+ * spinlock before returning.  The kernel calls it before it changes the
+ * page tables, so by the time munmap() or madvise() returns to userspace
+ * the slot word already says "changed": there is no deferred work and no
+ * trylock, hence no window in which a cache would trust a stale
+ * registration.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/mm.h>
+#include <linux/mmap_lock.h>
+#include <linux/poll.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include "regcache_internal.h"
+
+/* Map a notifier event to the reason reported to userspace. */
+u32 regcache_reason_of(int event)
+{
+	switch (event) {
+	case MMU_NOTIFY_UNMAP:
+		return REGCACHE_REASON_UNMAP;
+	case MMU_NOTIFY_CLEAR:
+		return REGCACHE_REASON_CLEAR;
+	case MMU_NOTIFY_MIGRATE:
+		return REGCACHE_REASON_MIGRATE;
+#ifdef HAVE_MMU_NOTIFY_EXCLUSIVE
+	case MMU_NOTIFY_EXCLUSIVE:
+		return REGCACHE_REASON_EXCLUSIVE;
+#endif
+	case MMU_NOTIFY_RELEASE:
+		return REGCACHE_REASON_RELEASE;
+	case MMU_NOTIFY_PROTECTION_VMA:
+	case MMU_NOTIFY_PROTECTION_PAGE:
+		return REGCACHE_REASON_PROTECTION;
+	case MMU_NOTIFY_SOFT_DIRTY:
+		return REGCACHE_REASON_SOFT_DIRTY;
+	default:
+		return REGCACHE_REASON_OTHER;
+	}
+}
+
+/*
+ * Protection changes (mprotect, fork's write-protect of COW mappings,
+ * userfaultfd-wp, NUMA hinting) and soft-dirty clears keep the same pages
+ * mapped at the same addresses: a pinned registration stays correct.  If
+ * a write later breaks COW, the kernel replaces the page under a CLEAR
+ * event, which does invalidate.  Unknown events invalidate: being wrong
+ * in that direction costs a re-registration, not corruption.
+ */
+bool regcache_reason_invalidates(u32 reason)
+{
+	switch (reason) {
+	case REGCACHE_REASON_PROTECTION:
+	case REGCACHE_REASON_SOFT_DIRTY:
+		return false;
+	default:
+		return true;
+	}
+}
+
+static bool regcache_range_invalidate(struct mmu_interval_notifier *mni,
+				      const struct mmu_notifier_range *range,
+				      unsigned long cur_seq)
+{
+	struct regcache_range *r = container_of(mni, struct regcache_range, notifier);
+	struct regcache_ctx *ctx = r->ctx;
+	u32 reason = regcache_reason_of(range->event);
+	struct regcache_event ev;
+	bool queued = false;
+	u64 word;
+
+	if (!READ_ONCE(regcache_strict) && !regcache_reason_invalidates(reason))
+		return true;
+
+	/*
+	 * Only a spinlock and no allocation: this runs unchanged whether or
+	 * not mmu_notifier_range_blockable(range), including from the OOM
+	 * reaper, so we never have to return false.
+	 */
+	spin_lock(&ctx->lock);
+	mmu_interval_set_seq(mni, cur_seq);
+	if (r->state == REGCACHE_RANGE_ACTIVE) {
+		word = READ_ONCE(ctx->status->slots[r->slot]);
+		word = ((word & REGCACHE_SLOT_GEN_MASK) + 1) & REGCACHE_SLOT_GEN_MASK;
+		WRITE_ONCE(ctx->status->slots[r->slot], word);
+		r->state = REGCACHE_RANGE_INVALIDATED;
+
+		ev.cookie = r->cookie;
+		ev.addr = r->addr;
+		ev.len = r->len;
+		ev.inval_addr = max_t(u64, range->start, r->start);
+		ev.inval_len = min_t(u64, range->end, r->end) - ev.inval_addr;
+		ev.slot_word = word;
+		ev.slot = r->slot;
+		ev.reason = reason;
+		regcache_ctx_queue_event(ctx, &ev);
+		queued = true;
+	}
+	spin_unlock(&ctx->lock);
+
+	if (queued)
+		wake_up_interruptible_poll(&ctx->wait, EPOLLIN | EPOLLRDNORM);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops regcache_range_ops = {
+	.invalidate = regcache_range_invalidate,
+};
+
+/* Is every byte of [start, end) inside some VMA?  Caller holds mmap_lock. */
+static bool regcache_range_mapped(struct mm_struct *mm, unsigned long start,
+				  unsigned long end)
+{
+	unsigned long addr = start;
+	struct vm_area_struct *vma;
+
+	while (addr < end) {
+		vma = find_vma(mm, addr);
+		if (!vma || vma->vm_start > addr)
+			return false;
+		addr = vma->vm_end;
+	}
+	return true;
+}
+
+/* Give a slot back: the generation grows so old words never match again. */
+static void regcache_slot_release(struct regcache_ctx *ctx, u32 slot)
+{
+	u64 word;
+
+	spin_lock(&ctx->lock);
+	word = READ_ONCE(ctx->status->slots[slot]);
+	word = ((word & REGCACHE_SLOT_GEN_MASK) + 1) & REGCACHE_SLOT_GEN_MASK;
+	WRITE_ONCE(ctx->status->slots[slot], word);
+	spin_unlock(&ctx->lock);
+	xa_erase(&ctx->ranges, slot);
+}
+
+static int regcache_watch_check(const struct regcache_watch *w)
+{
+	if (w->flags || w->reserved[0] || w->reserved[1])
+		return -EINVAL;
+	if (!w->len || w->pinned_bytes > w->len)
+		return -EINVAL;
+	/* Rejects kernel addresses and addr + len wrapping in one go. */
+	if (w->len > TASK_SIZE || w->addr > TASK_SIZE - w->len)
+		return -EINVAL;
+	return 0;
+}
+
+/* WATCH one range.  Caller holds ctx->mutex and runs in ctx->mm. */
+int regcache_watch(struct regcache_ctx *ctx, struct regcache_watch *w)
+{
+	unsigned long start, end;
+	unsigned long long cap;
+	struct regcache_range *r;
+	u32 slot;
+	u64 word;
+	bool mapped;
+	int ret;
+
+	ret = regcache_watch_check(w);
+	if (ret)
+		return ret;
+	start = w->addr & PAGE_MASK;
+	end = PAGE_ALIGN(w->addr + w->len);
+
+	cap = READ_ONCE(regcache_max_pinned_bytes);
+	if (cap && (ctx->pinned_bytes + w->pinned_bytes > cap ||
+		    ctx->pinned_bytes + w->pinned_bytes < ctx->pinned_bytes))
+		return -ENOSPC;
+
+	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
+	if (!r)
+		return -ENOMEM;
+	r->ctx = ctx;
+	r->addr = w->addr;
+	r->len = w->len;
+	r->start = start;
+	r->end = end;
+	r->cookie = w->cookie;
+	r->pinned_bytes = w->pinned_bytes;
+
+	ret = xa_alloc(&ctx->ranges, &slot, r, XA_LIMIT(0, ctx->max_watches - 1),
+		       GFP_KERNEL_ACCOUNT);
+	if (ret) {
+		ret = ret == -EBUSY ? -ENOSPC : ret;
+		goto free_range;
+	}
+	r->slot = slot;
+
+	/* Active before the notifier exists: every callback finds it armed. */
+	spin_lock(&ctx->lock);
+	ctx->frozen = true;
+	word = READ_ONCE(ctx->status->slots[slot]);
+	word = (word & REGCACHE_SLOT_GEN_MASK) | REGCACHE_SLOT_ACTIVE;
+	WRITE_ONCE(ctx->status->slots[slot], word);
+	r->state = REGCACHE_RANGE_ACTIVE;
+	spin_unlock(&ctx->lock);
+
+	ret = mmu_interval_notifier_insert(&r->notifier, ctx->mm, start, end - start,
+					   &regcache_range_ops);
+	if (ret)
+		goto release_slot;
+
+	/*
+	 * An insert racing an invalidation already in progress is deferred
+	 * and does not see that invalidation's callback.  read_begin waits
+	 * for it to finish; the mapping check below then fails if it was an
+	 * unmap.  (A zap of pages the caller pinned *before* WATCH cannot be
+	 * seen by anyone: WATCH first, then register, is the documented order.)
+	 */
+	(void)mmu_interval_read_begin(&r->notifier);
+	mmap_read_lock(ctx->mm);
+	mapped = regcache_range_mapped(ctx->mm, start, end);
+	mmap_read_unlock(ctx->mm);
+	if (!mapped) {
+		ret = -EFAULT;
+		goto remove_notifier;
+	}
+
+	spin_lock(&ctx->lock);
+	ctx->nr_watches++;
+	ctx->pinned_bytes += w->pinned_bytes;
+	ctx->watch_calls++;
+	spin_unlock(&ctx->lock);
+	atomic64_inc(&regcache_stats.watches);
+	atomic64_add(w->pinned_bytes, &regcache_stats.pinned_bytes);
+
+	w->slot = slot;
+	w->slot_word = word;
+	return 0;
+
+remove_notifier:
+	mmu_interval_notifier_remove(&r->notifier);
+release_slot:
+	regcache_slot_release(ctx, slot);
+free_range:
+	kfree(r);
+	return ret;
+}
+
+/* Tear one range down.  Caller holds ctx->mutex (or is the last user). */
+static void regcache_range_destroy(struct regcache_ctx *ctx, struct regcache_range *r)
+{
+	/* Sleeps until a running callback for this range has returned. */
+	mmu_interval_notifier_remove(&r->notifier);
+
+	spin_lock(&ctx->lock);
+	ctx->nr_watches--;
+	ctx->pinned_bytes -= r->pinned_bytes;
+	ctx->unwatch_calls++;
+	spin_unlock(&ctx->lock);
+	atomic64_dec(&regcache_stats.watches);
+	atomic64_sub(r->pinned_bytes, &regcache_stats.pinned_bytes);
+
+	regcache_slot_release(ctx, r->slot);
+	kfree(r);
+}
+
+int regcache_unwatch(struct regcache_ctx *ctx, u32 slot, u64 cookie)
+{
+	struct regcache_range *r;
+
+	if (slot >= ctx->max_watches)
+		return -ENOENT;
+	r = xa_load(&ctx->ranges, slot);
+	if (!r || r->cookie != cookie)
+		return -ENOENT;
+	regcache_range_destroy(ctx, r);
+	return 0;
+}
+
+void regcache_unwatch_all(struct regcache_ctx *ctx)
+{
+	struct regcache_range *r;
+	unsigned long index;
+
+	xa_for_each(&ctx->ranges, index, r) {
+		regcache_range_destroy(ctx, r);
+		cond_resched();
+	}
+}

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * env.c - REGCACHE_* environment knobs, defaults and the stats report.
+ *
+ * The variables are an administrator's override, like libfabric's
+ * FI_MR_CACHE_* and UCX's UCX_RCACHE_*: they win over the values an
+ * application put in struct regcache_attr unless it set
+ * REGCACHE_ATTR_NO_ENV.  A malformed value is an error at create time
+ * rather than silently ignored.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "regcache_int.h"
+
+/* "123", "64k", "16M", "2g" (binary units). */
+int rc_parse_size(const char *s, size_t *out)
+{
+	unsigned long long v;
+	char *end;
+	int shift = 0;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s || *s == '-')
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	}
+	if (*end == 'b' || *end == 'B')
+		end++;
+	if (*end)
+		return -EINVAL;
+	if (shift && v > (SIZE_MAX >> shift))
+		return -ERANGE;
+	*out = (size_t)(v << shift);
+	return 0;
+}
+
+int rc_env_read(struct rc_env *env)
+{
+	const char *s;
+	int ret;
+
+	memset(env, 0, sizeof(*env));
+	s = getenv("REGCACHE_MONITOR");
+	if (s && *s) {
+		env->monitor_set = true;
+		if (!strcasecmp(s, "auto"))
+			env->monitor = REGCACHE_MONITOR_AUTO;
+		else if (!strcasecmp(s, "kmod"))
+			env->monitor = REGCACHE_MONITOR_KMOD;
+		else if (!strcasecmp(s, "uffd"))
+			env->monitor = REGCACHE_MONITOR_UFFD;
+		else if (!strcasecmp(s, "none"))
+			env->monitor = REGCACHE_MONITOR_NONE;
+		else
+			return -EINVAL;
+	}
+	s = getenv("REGCACHE_MAX_ENTRIES");
+	if (s && *s) {
+		ret = rc_parse_size(s, &env->max_entries);
+		if (ret)
+			return ret;
+		env->max_entries_set = true;
+	}
+	s = getenv("REGCACHE_MAX_BYTES");
+	if (s && *s) {
+		ret = rc_parse_size(s, &env->max_bytes);
+		if (ret)
+			return ret;
+		env->max_bytes_set = true;
+	}
+	s = getenv("REGCACHE_MERGE");
+	if (s && *s) {
+		ret = rc_parse_size(s, &env->merge_max);
+		if (ret)
+			return ret;
+		env->merge_set = true;
+	}
+	s = getenv("REGCACHE_STATS");
+	env->stats = s && *s && strcmp(s, "0");
+	return 0;
+}
+
+/* Half of physical memory: a bound on what the cache may keep pinned. */
+size_t rc_default_max_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+
+	if (pages <= 0 || psz <= 0)
+		return (size_t)1 << 32;
+	return (size_t)pages / 2 * (size_t)psz;
+}
+
+uint64_t rc_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+void rc_log(const char *fmt, ...)
+{
+	static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+	static char last[256];
+	char buf[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	/* Programs create many caches; say the same thing once. */
+	pthread_mutex_lock(&log_lock);
+	if (strcmp(buf, last)) {
+		strcpy(last, buf);
+		fprintf(stderr, "libregcache: %s\n", buf);
+	}
+	pthread_mutex_unlock(&log_lock);
+}

@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * monitor_kmod.c - the regcache.ko monitor.
+ *
+ * Every cached entry is WATCHed before it is registered; the module's
+ * notifier changes the slot word in the read-only status area before the
+ * unmapping call returns, so the hit path's validity check is one load
+ * compared with the word WATCH handed out, with no window and no thread.
+ * Events only serve eager deregistration: they are drained, without ever
+ * blocking a hit, by the next get that finds events pending and wins a
+ * trylock, by regcache_process_events(), and on every miss.  When the
+ * module's ring overflowed, events are lost but the slot words are still
+ * right, so a FLUSH followed by a sweep of every entry's word resyncs.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "regcache_int.h"
+#include "regcache_uapi.h"
+
+struct kmod_priv {
+	int fd;
+	volatile struct regcache_status *status;
+	size_t status_size;
+	uint32_t max_watches;
+	struct regcache_entry **slot_entry;	/* slot -> entry, for events */
+	uint64_t next_cookie;
+	_Atomic uint64_t dropped;		/* for regcache_process_events */
+};
+
+static struct kmod_priv *kp(const struct regcache *cache)
+{
+	return cache->mon_priv;
+}
+
+static int kmod_start(struct regcache *cache, const char **why)
+{
+	static __thread char buf[160];
+	struct regcache_info info;
+	struct kmod_priv *p;
+	void *map;
+	int ret;
+
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		*why = "out of memory";
+		return -ENOMEM;
+	}
+	p->fd = open(REGCACHE_DEVICE_PATH, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+	if (p->fd < 0) {
+		ret = -errno;
+		snprintf(buf, sizeof(buf), "%s: %s", REGCACHE_DEVICE_PATH,
+			 strerror(errno));
+		*why = buf;
+		goto free_priv;
+	}
+	memset(&info, 0, sizeof(info));
+	if (ioctl(p->fd, REGCACHE_IOC_GET_INFO, &info)) {
+		ret = -errno;
+		snprintf(buf, sizeof(buf), "GET_INFO: %s", strerror(errno));
+		*why = buf;
+		goto close_fd;
+	}
+	if (info.abi_version != REGCACHE_ABI_VERSION || !info.max_watches) {
+		ret = -EPROTO;
+		snprintf(buf, sizeof(buf), "module ABI %u, library ABI %u",
+			 info.abi_version, REGCACHE_ABI_VERSION);
+		*why = buf;
+		goto close_fd;
+	}
+	map = mmap(NULL, info.status_size, PROT_READ, MAP_SHARED, p->fd, 0);
+	if (map == MAP_FAILED) {
+		ret = -errno;
+		snprintf(buf, sizeof(buf), "mmap of the status area: %s",
+			 strerror(errno));
+		*why = buf;
+		goto close_fd;
+	}
+	p->status = map;
+	p->status_size = info.status_size;
+	p->max_watches = info.max_watches;
+	p->slot_entry = calloc(info.max_watches, sizeof(*p->slot_entry));
+	if (!p->slot_entry) {
+		ret = -ENOMEM;
+		*why = "out of memory";
+		goto unmap;
+	}
+	p->next_cookie = 1;
+	cache->mon_priv = p;
+	snprintf(buf, sizeof(buf), "%s ABI %u, %u watches, pin cap %llu%s",
+		 REGCACHE_DEVICE_PATH, info.abi_version, info.max_watches,
+		 (unsigned long long)info.max_pinned_bytes,
+		 info.strict ? ", strict" : "");
+	*why = buf;
+	return 0;
+
+unmap:
+	munmap(map, info.status_size);
+close_fd:
+	close(p->fd);
+free_priv:
+	free(p);
+	return ret;
+}
+
+static void kmod_stop(struct regcache *cache)
+{
+	struct kmod_priv *p = kp(cache);
+
+	/* In a forked child the module refuses the fd (-EIO): just close it. */
+	if (!rc_forked(cache))
+		ioctl(p->fd, REGCACHE_IOC_UNWATCH_ALL);
+	munmap((void *)p->status, p->status_size);
+	close(p->fd);
+	free(p->slot_entry);
+	free(p);
+	cache->mon_priv = NULL;
+}
+
+static int kmod_subscribe(struct regcache *cache, struct regcache_entry *e)
+{
+	struct kmod_priv *p = kp(cache);
+	struct regcache_watch w;
+
+	memset(&w, 0, sizeof(w));
+	w.addr = e->node.start;
+	w.len = e->node.end - e->node.start;
+	w.cookie = p->next_cookie++;
+	w.pinned_bytes = (cache->flags & REGCACHE_ATTR_NO_PIN) ? 0 : w.len;
+	if (ioctl(p->fd, REGCACHE_IOC_WATCH, &w))
+		return -errno;
+	if (w.slot >= p->max_watches) {
+		/* Cannot happen with a sane module; do not index out of bounds. */
+		struct regcache_unwatch u = { .slot = w.slot, .cookie = w.cookie };
+
+		ioctl(p->fd, REGCACHE_IOC_UNWATCH, &u);
+		return -EPROTO;
+	}
+	e->slot = w.slot;
+	e->slot_word = w.slot_word;
+	e->cookie = w.cookie;
+	p->slot_entry[w.slot] = e;
+	return 0;
+}
+
+static void kmod_unsubscribe(struct regcache *cache, struct regcache_entry *e)
+{
+	struct kmod_priv *p = kp(cache);
+	struct regcache_unwatch u;
+
+	memset(&u, 0, sizeof(u));
+	u.slot = e->slot;
+	u.cookie = e->cookie;
+	if (ioctl(p->fd, REGCACHE_IOC_UNWATCH, &u) && errno != EIO)
+		rc_log("UNWATCH slot %u: %s", e->slot, strerror(errno));
+	if (p->slot_entry[e->slot] == e)
+		p->slot_entry[e->slot] = NULL;
+}
+
+static bool kmod_valid(const struct regcache *cache, const struct regcache_entry *e)
+{
+	const struct kmod_priv *p = cache->mon_priv;
+
+	return __atomic_load_n(&p->status->slots[e->slot], __ATOMIC_ACQUIRE) ==
+	       e->slot_word;
+}
+
+/* Write lock held.  Returns how many entries were dropped. */
+static int kmod_drain_locked(struct regcache *cache, struct rc_list *release)
+{
+	struct kmod_priv *p = kp(cache);
+	struct regcache_event ev[64];
+	ssize_t n;
+	int i, dropped = 0;
+
+	if (__atomic_load_n(&p->status->flags, __ATOMIC_ACQUIRE) &
+	    REGCACHE_STATUS_OVERFLOW) {
+		/* Events were lost: resync from the slot words, which never lie. */
+		ioctl(p->fd, REGCACHE_IOC_FLUSH);
+		return rc_invalidate_stale(cache, release);
+	}
+	for (;;) {
+		n = read(p->fd, ev, sizeof(ev));
+		if (n <= 0)
+			break;
+		for (i = 0; i < n / (ssize_t)sizeof(ev[0]); i++) {
+			struct regcache_entry *e;
+
+			if (ev[i].slot >= p->max_watches)
+				continue;
+			e = p->slot_entry[ev[i].slot];
+			if (!e || e->cookie != ev[i].cookie)
+				continue;	/* already unwatched */
+			if (e->in_tree)
+				dropped += rc_invalidate_entry(cache, e, release);
+			else
+				atomic_store(&e->stale, 1);	/* pending */
+		}
+		if ((size_t)n < sizeof(ev))
+			break;
+	}
+	if (__atomic_load_n(&p->status->flags, __ATOMIC_ACQUIRE) &
+	    REGCACHE_STATUS_OVERFLOW) {
+		ioctl(p->fd, REGCACHE_IOC_FLUSH);
+		dropped += rc_invalidate_stale(cache, release);
+	}
+	return dropped;
+}
+
+static bool kmod_events_pending(const struct kmod_priv *p)
+{
+	return __atomic_load_n(&p->status->events_pending, __ATOMIC_RELAXED) ||
+	       (__atomic_load_n(&p->status->flags, __ATOMIC_RELAXED) &
+		REGCACHE_STATUS_OVERFLOW);
+}
+
+/* Before a lookup: drain if someone left events, but never wait for it. */
+static void kmod_sync(struct regcache *cache)
+{
+	struct kmod_priv *p = kp(cache);
+	struct rc_list release;
+	int n;
+
+	if (!kmod_events_pending(p))
+		return;
+	if (!rc_brlock_write_trylock(&cache->lock))
+		return;
+	rc_list_init(&release);
+	n = kmod_drain_locked(cache, &release);
+	rc_brlock_write_unlock(&cache->lock);
+	rc_release_list(cache, &release);
+	atomic_fetch_add(&p->dropped, n);
+}
+
+static int kmod_fd(struct regcache *cache)
+{
+	return kp(cache)->fd;
+}
+
+static int kmod_process(struct regcache *cache)
+{
+	struct kmod_priv *p = kp(cache);
+	struct rc_list release;
+	int n;
+
+	rc_list_init(&release);
+	rc_brlock_write_lock(&cache->lock);
+	n = kmod_drain_locked(cache, &release);
+	rc_brlock_write_unlock(&cache->lock);
+	rc_release_list(cache, &release);
+	return n + (int)atomic_exchange(&p->dropped, 0);
+}
+
+const struct rc_monitor_ops rc_monitor_kmod_ops = {
+	.name = "kmod",
+	.type = REGCACHE_MONITOR_KMOD,
+	.start = kmod_start,
+	.stop = kmod_stop,
+	.subscribe = kmod_subscribe,
+	.unsubscribe = kmod_unsubscribe,
+	.valid = kmod_valid,
+	.sync = kmod_sync,
+	.fd = kmod_fd,
+	.process = kmod_process,
+};

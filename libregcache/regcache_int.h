@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * regcache_int.h - libregcache internals shared by the core and monitors.
+ *
+ * Lifetime of an entry: 'refs' counts two per holder plus one while the
+ * entry is in the index.  Whoever drops it to zero releases it (dereg
+ * callback, then back to the free list), always outside the cache lock.
+ * The index is protected by a brlock: the hit path takes the read side,
+ * everything that changes the index the write side.
+ */
+#ifndef RC_REGCACHE_INT_H
+#define RC_REGCACHE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The library builds with -fvisibility=hidden: export exactly the API. */
+#pragma GCC visibility push(default)
+#include "regcache.h"
+#pragma GCC visibility pop
+#include "brlock.h"
+#include "itree.h"
+
+#define RC_REF_TREE		1ULL	/* the index's reference */
+#define RC_REF_USER		2ULL	/* one holder's reference */
+
+#define RC_MAGIC_LIVE		0x72636c76U	/* "rclv" */
+#define RC_MAGIC_FREE		0x72636672U	/* "rcfr" */
+
+#define RC_ENTRIES_PER_CHUNK	1024
+
+struct rc_list {
+	struct rc_list *prev, *next;
+};
+
+struct regcache_entry {
+	struct rc_itree_node node;	/* [start, end) page aligned */
+	_Atomic uint64_t refs;
+	_Atomic uint64_t hits;
+	_Atomic uint8_t accessed;	/* CLOCK reference bit */
+	_Atomic uint8_t stale;		/* invalidated while being registered */
+	bool in_tree;
+	bool cached;			/* false: released at its last put */
+	bool dead;			/* invalidated while referenced */
+	bool subscribed;		/* the monitor watches it */
+	uint32_t magic;
+	uint32_t access;
+	void *handle;
+	struct regcache *cache;
+	struct rc_list lru;		/* in_tree entries, CLOCK order */
+	struct rc_list link;		/* pending / release / free lists */
+	/* monitor data */
+	uint32_t slot;
+	uint64_t slot_word;
+	uint64_t cookie;
+};
+
+struct rc_monitor_ops {
+	const char *name;
+	enum regcache_monitor_type type;
+	/* Open the monitor; 0, or -errno with *why saying why (for the log). */
+	int (*start)(struct regcache *cache, const char **why);
+	void (*stop)(struct regcache *cache);
+	/* Watch an entry's range.  Write lock held.  -ENOSPC: evict and retry. */
+	int (*subscribe)(struct regcache *cache, struct regcache_entry *e);
+	/* Stop watching.  Write lock held; e is already out of the index. */
+	void (*unsubscribe)(struct regcache *cache, struct regcache_entry *e);
+	/* Hit path: is the entry's memory unchanged?  Read lock held. */
+	bool (*valid)(const struct regcache *cache, const struct regcache_entry *e);
+	/* Something to do before a lookup may be trusted (may take the write lock). */
+	void (*sync)(struct regcache *cache);
+	int (*fd)(struct regcache *cache);
+	/* Apply queued invalidations; returns entries dropped or -errno. */
+	int (*process)(struct regcache *cache);
+};
+
+extern const struct rc_monitor_ops rc_monitor_kmod_ops;
+extern const struct rc_monitor_ops rc_monitor_uffd_ops;
+extern const struct rc_monitor_ops rc_monitor_none_ops;
+
+struct rc_chunk {
+	struct regcache_entry *base;	/* RC_ENTRIES_PER_CHUNK entries */
+};
+
+struct regcache {
+	struct rc_brlock lock;
+	uint64_t id;			/* for per-thread hints */
+	_Atomic uint64_t tree_seq;	/* bumped on every index change */
+	struct rc_itree tree;
+	struct rc_list lru;		/* head: most recently (re)considered */
+	struct rc_list pending;		/* being registered, not in the index yet */
+	size_t entries;			/* in the index */
+	size_t bytes;			/* in the index */
+
+	/* entry allocator: chunks sorted by address so a put can validate */
+	pthread_mutex_t alloc_lock;
+	struct rc_chunk *chunks;
+	size_t nchunks, chunks_cap;
+	struct rc_list free_list;	/* FIFO so a stale pointer stays FREE long */
+
+	/* releases the monitor thread may not do itself (see monitor_uffd.c) */
+	pthread_mutex_t defer_lock;
+	struct rc_list deferred;
+	_Atomic int ndeferred;
+
+	regcache_reg_fn reg;
+	regcache_dereg_fn dereg;
+	void *user;
+	size_t max_entries, max_bytes, merge_max;
+	uint32_t flags;
+	bool print_stats;
+	unsigned int fork_gen;		/* rc_fork_gen at create */
+
+	const struct rc_monitor_ops *mon;
+	void *mon_priv;
+
+	/* counters (relaxed atomics; hits live in the entries) */
+	_Atomic uint64_t retired_hits;
+	_Atomic uint64_t misses, merges, evictions, invalidations, uncached;
+	_Atomic uint64_t registrations, deregistrations, reg_ns, dereg_ns;
+};
+
+/* Bumped in the child by pthread_atfork: a cache from before is stale. */
+extern _Atomic unsigned int rc_fork_gen;
+
+static inline bool rc_forked(const struct regcache *cache)
+{
+	return atomic_load_explicit(&rc_fork_gen, memory_order_relaxed) !=
+	       cache->fork_gen;
+}
+
+static inline struct regcache_entry *rc_node_entry(struct rc_itree_node *n)
+{
+	return (struct regcache_entry *)((char *)n -
+					 offsetof(struct regcache_entry, node));
+}
+
+/* List helpers. */
+static inline void rc_list_init(struct rc_list *h)
+{
+	h->prev = h->next = h;
+}
+
+static inline bool rc_list_empty(const struct rc_list *h)
+{
+	return h->next == h;
+}
+
+static inline void rc_list_add(struct rc_list *h, struct rc_list *n)
+{
+	n->next = h->next;
+	n->prev = h;
+	h->next->prev = n;
+	h->next = n;
+}
+
+static inline void rc_list_add_tail(struct rc_list *h, struct rc_list *n)
+{
+	rc_list_add(h->prev, n);
+}
+
+static inline void rc_list_del(struct rc_list *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	n->prev = n->next = n;
+}
+
+#define rc_list_entry(ptr, member) \
+	((struct regcache_entry *)((char *)(ptr) - offsetof(struct regcache_entry, member)))
+
+/*
+ * Core services for monitors, called with the write lock held.
+ * rc_invalidate_range drops every indexed entry overlapping [start, end)
+ * and marks overlapping pending ones stale; entries whose last reference
+ * goes are queued on 'release' (released by the caller after unlocking).
+ * Returns how many entries were dropped.
+ */
+int rc_invalidate_range(struct regcache *cache, uintptr_t start, uintptr_t end,
+			struct rc_list *release);
+/* Drop one indexed entry (the kmod event names exactly one). */
+int rc_invalidate_entry(struct regcache *cache, struct regcache_entry *e,
+			struct rc_list *release);
+/* Drop the entries whose monitor->valid() is false (overflow recovery). */
+int rc_invalidate_stale(struct regcache *cache, struct rc_list *release);
+/* Release a list of entries (no lock held), or defer them to an app thread. */
+void rc_release_list(struct regcache *cache, struct rc_list *release);
+void rc_defer_list(struct regcache *cache, struct rc_list *release);
+/* Evict one unreferenced entry by CLOCK; false if none. */
+bool rc_evict_one(struct regcache *cache, struct rc_list *release);
+
+/* Log one line to stderr, once per process for a given message. */
+void rc_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+uint64_t rc_now_ns(void);
+
+/* env.c */
+struct rc_env {
+	enum regcache_monitor_type monitor;
+	bool monitor_set;
+	size_t max_entries, max_bytes, merge_max;
+	bool max_entries_set, max_bytes_set, merge_set;
+	bool stats;
+};
+int rc_env_read(struct rc_env *env);
+int rc_parse_size(const char *s, size_t *out);
+
+#define RC_DEFAULT_MAX_ENTRIES	16384
+#define RC_DEFAULT_MERGE_MAX	(256UL << 20)
+size_t rc_default_max_bytes(void);
+
+#endif /* RC_REGCACHE_INT_H */

@@ -1,0 +1,46 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# kernels.sh: the kernel matrix of the VM harness, sourced by the host-side
+# scripts.  rc_kernel_info NAME sets, for one short kernel name (6.1, 7.3):
+#   KVER       the release string (uname -r in the guest)
+#   KPKGS      packages holding the kernel image and its modules
+#   KHDRS      packages holding its kbuild headers (empty: use the host's)
+#   KAPT       "host" (the host's own apt sources) or "trixie" (a separate
+#              apt configuration that never touches the host's packages)
+#   KCMDLINE   extra kernel command line
+# New kernels are added here and nowhere else.
+
+rc_kernel_info()
+{
+	KCMDLINE="tsc=reliable"
+	case $1 in
+	6.1)
+		# The Debian 12 kernel whose headers are installed on the host:
+		# the image must match them exactly or the module will not load.
+		KVER=
+		for d in $(ls -d /usr/src/linux-headers-6.1.*-amd64 2>/dev/null | sort -V); do
+			KVER=${d#/usr/src/linux-headers-}
+		done
+		if [ -z "$KVER" ]; then
+			echo "no Debian 6.1 kernel headers in /usr/src (apt-get install linux-headers-amd64)" >&2
+			return 1
+		fi
+		kv=$(dpkg-query -W -f='${Version}' "linux-headers-$KVER" 2>/dev/null)
+		KPKGS="linux-image-$KVER${kv:+=$kv}"
+		KHDRS=
+		KAPT=host
+		;;
+	7.3)
+		# trixie-backports: the image package is a stub, the kernel and
+		# the modules (.ko.xz) come in separate packages.
+		KVER=7.3.4+deb13-amd64
+		KPKGS="linux-binary-$KVER linux-modules-$KVER"
+		KHDRS="linux-headers-$KVER linux-headers-7.3.4+deb13-common linux-kbuild-7.3.4+deb13"
+		KAPT=trixie
+		;;
+	*)
+		echo "unknown VM kernel '$1' (known: 6.1 7.3; see tests/vm/kernels.sh)" >&2
+		return 1
+		;;
+	esac
+}

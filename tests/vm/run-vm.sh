@@ -1,0 +1,199 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# run-vm.sh vm/SUITE@KERNEL.vmt: boot one QEMU (TCG) guest on KERNEL, run
+# tests/vm/suites/SUITE.sh in it and print its test points as TAP for the
+# automake tap-driver: the guest's points, then "dmesg clean", then the
+# plan.  Exit 0 when the guest finished its suite, non-zero when it could
+# not be prepared, did not finish (timeout, panic, setup failure) or a
+# point failed.
+#
+# Environment (set by tests/vm.am): RC_SRCDIR, RC_BUILDDIR (absolute top
+# directories), RC_LINUX_VERSION (release the top build's kmod/ targets),
+# QEMU, VM_CACHE (kernel cache), VM_TIMEOUT (seconds per guest),
+# VM_MEM, VM_SMP, VM_APPEND (extra kernel command line).
+set -u
+
+vmt=$1
+t=$(basename "$vmt" .vmt)
+suite=${t%@*}
+kernel=${t#*@}
+here=$(cd "$(dirname "$0")" && pwd)
+: "${RC_SRCDIR:=$(cd "$here/../.." && pwd)}"
+: "${RC_BUILDDIR:?RC_BUILDDIR must be set (run through make check-vm)}"
+: "${QEMU:=qemu-system-x86_64}"
+: "${VM_CACHE:=$RC_BUILDDIR/tests/vm/cache}"
+: "${VM_TIMEOUT:=600}"
+: "${VM_MEM:=1G}"
+: "${VM_SMP:=2}"
+: "${VM_APPEND:=}"
+. "$here/kernels.sh"
+
+rundir=$RC_BUILDDIR/tests/vm/run/$suite@$kernel
+results=$RC_BUILDDIR/tests/vm/results/$suite@$kernel
+now() { date +%s.%N | cut -c1-14; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+t_start=$(now)
+
+# A harness failure: one failing point naming the cause, then stop.
+bail()
+{
+	echo "not ok 1 - $suite@$kernel: $*"
+	echo "1..1"
+	echo "$suite@$kernel: $*" >&2
+	exit 1
+}
+
+comment_file()
+{
+	sed 's/\r$//; s/^/# /' "$1"
+}
+
+[ -f "$RC_SRCDIR/tests/vm/suites/$suite.sh" ] ||
+	bail "no suite tests/vm/suites/$suite.sh"
+command -v "$QEMU" >/dev/null 2>&1 ||
+	bail "QEMU ($QEMU) not found: apt-get install qemu-system-x86"
+rc_kernel_info "$kernel" 2>"$RC_BUILDDIR/tests/vm/.kinfo.$$" ||
+	bail "$(cat "$RC_BUILDDIR/tests/vm/.kinfo.$$"; rm -f "$RC_BUILDDIR/tests/vm/.kinfo.$$")"
+rm -f "$RC_BUILDDIR/tests/vm/.kinfo.$$"
+
+rm -rf "$rundir" "$results"
+mkdir -p "$rundir" "$results" || bail "cannot create $rundir"
+
+# --- kernel and module ------------------------------------------------
+if ! sh "$here/vm-kernel.sh" "$kernel" "$VM_CACHE" >"$rundir/prepare.log" 2>&1; then
+	comment_file "$rundir/prepare.log"
+	bail "cannot prepare kernel $kernel: $(tail -n 1 "$rundir/prepare.log")"
+fi
+kdir=$VM_CACHE/$KVER
+t_kernel=$(now)
+if ! sh "$here/kbuild.sh" "$kernel" >"$rundir/kbuild.log" 2>&1; then
+	comment_file "$rundir/kbuild.log"
+	bail "cannot build regcache.ko for $kernel: $(tail -n 1 "$rundir/kbuild.log")"
+fi
+kmod=$(sed -n 's/^RC_KMOD=//p' "$rundir/kbuild.log" | tail -n 1)
+[ -f "$kmod" ] || bail "kbuild.sh named no module for $kernel"
+t_kmod=$(now)
+
+# --- the guest's environment --------------------------------------------
+cat >"$rundir/guest.env" <<EOS
+RC_SUITE='$suite'
+RC_SRCDIR='$RC_SRCDIR'
+RC_BUILDDIR='$RC_BUILDDIR'
+RC_KMOD='$kmod'
+RC_KERNEL='$kernel'
+RC_KVER='$KVER'
+RC_RESULTS='$results'
+RC_RUNDIR='$rundir'
+RC_TAP='$rundir/tap'
+RC_TAP_COUNT='/tmp/rc-tap-count'
+RXE_DEV='rxe0'
+RXE_ADDR='10.0.2.15'
+EOS
+: >"$rundir/tap"
+
+# --- boot ------------------------------------------------------------
+qpid=
+cleanup()
+{
+	if [ -n "$qpid" ]; then
+		kill "$qpid" 2>/dev/null
+		sleep 0.5
+		kill -9 "$qpid" 2>/dev/null
+		wait "$qpid" 2>/dev/null
+		qpid=
+	fi
+}
+trap cleanup EXIT
+trap 'cleanup; echo "# interrupted"; exit 1' INT TERM HUP
+
+# timeout runs QEMU in its own process group: a Ctrl-C at the terminal
+# reaches us, and the trap above takes QEMU down with it.
+timeout -k 10 "$VM_TIMEOUT" "$QEMU" \
+	-accel tcg,thread=multi -cpu max -smp "$VM_SMP" -m "$VM_MEM" \
+	-nodefaults -no-user-config -display none -monitor none -no-reboot \
+	-serial "file:$rundir/console.log" \
+	-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+	-kernel "$kdir/vmlinux" -initrd "$kdir/initrd.img" \
+	-append "console=ttyS0 loglevel=4 panic=-1 $KCMDLINE rc.build=$RC_BUILDDIR rc.moddir=$(cat "$kdir/moddir") rc.init=$RC_SRCDIR/tests/vm/guest-init.sh rc.env=$rundir/guest.env $VM_APPEND" \
+	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+	-virtfs "local,path=$RC_BUILDDIR,mount_tag=build,security_model=none,multidevs=remap" \
+	-netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0 \
+	</dev/null >"$rundir/qemu.out" 2>&1 &
+qpid=$!
+wait "$qpid"
+qrc=$?
+qpid=
+t_end=$(now)
+
+# --- verdict ---------------------------------------------------------
+status=
+case $qrc in
+1) status=0 ;;			# guest wrote 0: suite ran to its end
+124|137) why="timeout: the guest did not finish within ${VM_TIMEOUT}s (VM_TIMEOUT)" ;;
+0) if grep -q 'Kernel panic' "$rundir/console.log" 2>/dev/null; then
+	why="kernel panic: $(grep -m1 'Kernel panic' "$rundir/console.log" | tr -d '\r')"
+   else
+	why="the guest rebooted or powered off before the suite ended"
+   fi ;;
+*) if [ $((qrc & 1)) = 1 ] && [ "$qrc" -lt 256 ]; then
+	st=$((qrc >> 1))
+	case $st in
+	2) why="rxe setup failed in the guest: $(cat "$rundir/reason" 2>/dev/null)" ;;
+	3) why="initramfs failed: $(grep 'rc-initramfs: FAILED' "$rundir/console.log" | tail -n 1 | tr -d '\r')" ;;
+	4) why="guest init could not read its environment file" ;;
+	*) why="guest reported status $st" ;;
+	esac
+   else
+	why="QEMU exited with status $qrc: $(tail -n 3 "$rundir/qemu.out" | tr '\n' ' ')"
+   fi ;;
+esac
+
+# Renumber the guest's points (a suite may have counted in a subshell).
+awk '
+	/^ok/ || /^not ok/ {
+		n++
+		pfx = /^not ok/ ? "not ok" : "ok"
+		rest = $0
+		sub(/^(not )?ok *[0-9]* */, "", rest)
+		printf "%s %d %s\n", pfx, n, rest
+		next
+	}
+	{ print }
+	END { print n + 0 > "/dev/stderr" }' "$rundir/tap" 2>"$rundir/tap.count"
+n=$(cat "$rundir/tap.count")
+
+# The suite's own output (console after the start marker), for the log.
+echo "# ---- guest console from the suite start ($rundir/console.log) ----"
+sed -n '/rc-guest: ===== suite/,$p' "$rundir/console.log" 2>/dev/null |
+	sed 's/\r$//; s/^/# /'
+
+fail=0
+if [ -n "$status" ]; then
+	# dmesg of the whole boot: a splat during boot or rxe setup counts too.
+	pat='BUG:|WARNING:|Oops|general protection|KASAN|possible circular locking|inconsistent lock state|possible recursive locking|lockdep|unreferenced object|kmemleak|leak'
+	grep -E "$pat" "$rundir/dmesg.txt" >"$rundir/dmesg.bad" 2>/dev/null
+	n=$((n + 1))
+	if [ -s "$rundir/dmesg.bad" ]; then
+		echo "not ok $n - $suite@$kernel: dmesg clean"
+		comment_file "$rundir/dmesg.bad"
+		fail=1
+	else
+		echo "ok $n - $suite@$kernel: dmesg clean"
+	fi
+	sst=$(cat "$rundir/suite-status" 2>/dev/null)
+	[ "$sst" = 0 ] || echo "# suite script exited with status $sst"
+else
+	n=$((n + 1))
+	echo "not ok $n - $suite@$kernel: $why"
+	echo "# ---- last 60 lines of the serial console ($rundir/console.log) ----"
+	tail -n 60 "$rundir/console.log" 2>/dev/null | sed 's/\r$//; s/^/# /'
+	echo "$suite@$kernel: $why (see $rundir/console.log)" >&2
+	fail=1
+fi
+boot=$(cat "$rundir/boot-seconds" 2>/dev/null)
+stime=$(cat "$rundir/suite-seconds" 2>/dev/null)
+echo "# timing: kernel prep $(secs "$t_start" "$t_kernel")s, module $(secs "$t_kernel" "$t_kmod")s, guest $(secs "$t_kmod" "$t_end")s (boot ${boot:-?}s, suite ${stime:-?}s)"
+echo "1..$n"
+grep -q '^not ok' "$rundir/tap" && fail=1
+exit $fail

@@ -1,3 +1,679 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-/* agent.c - placeholder */
-#include "rdmaxfer.h"
+/*
+ * agent.c - agent life cycle and the progress engine.
+ *
+ * An agent binds one device port: it opens the device through librdmacm
+ * (so the QPs rdma_cm creates share our PD), picks the RoCE v2 IPv4 GID,
+ * and owns the CQ, its completion channel, the shared receive queue for
+ * notifications and the registration cache.  Progress (polling the CQ and
+ * reading CM events) runs either in the caller's test/wait/progress calls
+ * or in one thread of the agent's own; both take the agent mutex.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+
+#include "internal.h"
+
+#define DEF_SQ_DEPTH		256
+#define DEF_SRQ_DEPTH		256
+#define DEF_CQ_DEPTH		4096
+#define DEF_STRIPE		(64U * 1024)
+#define DEF_CM_TIMEOUT_MS	5000
+#define POLL_BATCH		32
+/* a blocked waiter re-checks at least this often (another thread may have
+ * consumed the channel event that concerned it) */
+#define BLOCK_SLICE_MS		20
+
+int64_t rx_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int64_t rx_deadline(int timeout_ms)
+{
+	if (timeout_ms < 0)
+		return INT64_MAX;
+	return rx_now_ns() + (int64_t)timeout_ms * 1000000LL;
+}
+
+RX_EXPORT
+void rdmaxfer_agent_attr_init(struct rdmaxfer_agent_attr *attr)
+{
+	if (!attr)
+		return;
+	memset(attr, 0, sizeof(*attr));
+	attr->gid_index = -1;
+	attr->max_inline = 64;
+}
+
+/* libregcache callbacks: the access mask is IBV_ACCESS_* bits. */
+static int cache_reg(void *user, void *addr, size_t len, uint32_t access,
+		     void **handle)
+{
+	struct rdmaxfer_agent *agent = user;
+	struct ibv_mr *mr;
+
+	mr = ibv_reg_mr(agent->pd, addr, len, (int)access);
+	if (!mr)
+		return errno ? -errno : -ENOMEM;
+	*handle = mr;
+	return 0;
+}
+
+static int cache_dereg(void *user, void *handle)
+{
+	int ret = ibv_dereg_mr(handle);
+
+	return ret > 0 ? -ret : ret;
+}
+
+static bool gid_is_ipv4(const union ibv_gid *gid)
+{
+	static const uint8_t prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0,
+					    0, 0, 0xff, 0xff };
+
+	return !memcmp(gid->raw, prefix, sizeof(prefix));
+}
+
+/*
+ * The RoCE v2 IPv4 entry is what rdma_cm uses for an IPv4 address; fall
+ * back to any RoCE v2 entry, then to index 0 (InfiniBand).
+ */
+static int pick_gid(struct rdmaxfer_agent *agent)
+{
+	int best_v2 = -1, i;
+
+	for (i = 0; i < agent->port_attr.gid_tbl_len; i++) {
+		struct ibv_gid_entry e;
+
+		if (ibv_query_gid_ex(agent->ctx, agent->info.port, i, &e, 0))
+			continue;
+		if (e.gid_type != IBV_GID_TYPE_ROCE_V2)
+			continue;
+		if (gid_is_ipv4((union ibv_gid *)&e.gid))
+			return i;
+		if (best_v2 < 0)
+			best_v2 = i;
+	}
+	return best_v2 >= 0 ? best_v2 : 0;
+}
+
+static int open_device(struct rdmaxfer_agent *agent, const char *want)
+{
+	struct ibv_context **list;
+	int n, i, ret = -ENODEV;
+
+	list = rdma_get_devices(&n);
+	if (!list)
+		return -ENODEV;
+	for (i = 0; i < n; i++) {
+		struct ibv_context *ctx = list[i];
+		struct ibv_device_attr da;
+		uint8_t p, first, last;
+
+		if (want && strcmp(ibv_get_device_name(ctx->device), want))
+			continue;
+		if (ibv_query_device(ctx, &da))
+			continue;
+		first = agent->attr.port ? agent->attr.port : 1;
+		last = agent->attr.port ? agent->attr.port : da.phys_port_cnt;
+		for (p = first; p <= last && p <= da.phys_port_cnt; p++) {
+			struct ibv_port_attr pa;
+
+			if (ibv_query_port(ctx, p, &pa) ||
+			    pa.state != IBV_PORT_ACTIVE)
+				continue;
+			agent->ctx = ctx;
+			agent->dev_attr = da;
+			agent->port_attr = pa;
+			agent->info.port = p;
+			snprintf(agent->info.device, sizeof(agent->info.device),
+				 "%s", ibv_get_device_name(ctx->device));
+			ret = 0;
+			goto out;
+		}
+	}
+out:
+	rdma_free_devices(list);
+	return ret;
+}
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+/*
+ * Poll the CQ and the CM channel once.  Called with the lock held;
+ * returns the number of work completions handled.
+ */
+int rx_progress_locked(struct rdmaxfer_agent *agent)
+{
+	struct ibv_wc wc[POLL_BATCH];
+	struct rdma_cm_event *ev;
+	int n, i, total = 0;
+
+	for (;;) {
+		n = ibv_poll_cq(agent->cq, POLL_BATCH, wc);
+		if (n < 0)
+			return -EIO;
+		for (i = 0; i < n; i++) {
+			switch (wc[i].wr_id & RX_TAG_MASK) {
+			case RX_TAG_RECV:
+				rx_recv_completion(agent, &wc[i]);
+				break;
+			case RX_TAG_SEND:
+				rx_send_slot_done(agent, &wc[i]);
+				break;
+			default:
+				rx_send_completion(agent, &wc[i]);
+				break;
+			}
+		}
+		total += n;
+		if (n < POLL_BATCH)
+			break;
+	}
+	while (!rdma_get_cm_event(agent->cm_ch, &ev))
+		rx_cm_event_locked(agent, ev);
+	return total;
+}
+
+/* Hand queued notifications to the callback, outside the lock. */
+void rx_deliver_notifs(struct rdmaxfer_agent *agent)
+{
+	struct rdmaxfer_notif *n;
+	rdmaxfer_notif_fn fn;
+	void *user;
+
+	n = malloc(sizeof(*n));
+	if (!n)
+		return;
+	pthread_mutex_lock(&agent->lock);
+	/* one deliverer at a time keeps the callback order = arrival order */
+	if (agent->delivering || !agent->notif_fn) {
+		pthread_mutex_unlock(&agent->lock);
+		free(n);
+		return;
+	}
+	agent->delivering = true;
+	while (agent->notif_fn && agent->notifs.count) {
+		struct rx_notif_q *q = &agent->notifs;
+
+		*n = q->ring[q->head];
+		q->head = (q->head + 1) % q->cap;
+		q->count--;
+		fn = agent->notif_fn;
+		user = agent->notif_user;
+		pthread_mutex_unlock(&agent->lock);
+		fn(user, n);
+		pthread_mutex_lock(&agent->lock);
+	}
+	agent->delivering = false;
+	pthread_mutex_unlock(&agent->lock);
+	free(n);
+}
+
+static void drain_comp_channel(struct rdmaxfer_agent *agent)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+
+	while (!ibv_get_cq_event(agent->comp_ch, &cq, &ctx)) {
+		ibv_ack_cq_events(cq, 1);
+		agent->cq_armed = false;
+	}
+}
+
+/*
+ * Sleep until something may have progressed, or the deadline.  Called with
+ * the lock held (and returns with it held).  Caller mode arms the CQ and
+ * sleeps on the completion channel and the CM channel; thread mode waits
+ * for the thread's next round.
+ */
+int rx_block(struct rdmaxfer_agent *agent, int64_t deadline_ns)
+{
+	int64_t now = rx_now_ns(), left_ms;
+	struct pollfd pfd[2];
+
+	if (now >= deadline_ns)
+		return -ETIMEDOUT;
+	left_ms = (deadline_ns - now + 999999) / 1000000;
+	if (left_ms > BLOCK_SLICE_MS)
+		left_ms = BLOCK_SLICE_MS;
+
+	if (agent->thread_running) {
+		struct timespec ts;
+		uint64_t gen = agent->progress_gen;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += left_ms * 1000000LL;
+		ts.tv_sec += ts.tv_nsec / 1000000000LL;
+		ts.tv_nsec %= 1000000000LL;
+		while (gen == agent->progress_gen)
+			if (pthread_cond_timedwait(&agent->cond, &agent->lock,
+						   &ts))
+				break;
+		return 0;
+	}
+
+	if (!agent->cq_armed) {
+		if (ibv_req_notify_cq(agent->cq, 0))
+			return -EIO;
+		agent->cq_armed = true;
+		/* completions that raced with the arming are polled by the
+		 * caller's next round: report progress possible */
+		if (rx_progress_locked(agent) > 0)
+			return 0;
+	}
+	pfd[0].fd = agent->comp_ch->fd;
+	pfd[0].events = POLLIN;
+	pfd[1].fd = agent->cm_ch->fd;
+	pfd[1].events = POLLIN;
+	pthread_mutex_unlock(&agent->lock);
+	poll(pfd, 2, (int)left_ms);
+	pthread_mutex_lock(&agent->lock);
+	drain_comp_channel(agent);
+	return 0;
+}
+
+static void *progress_thread(void *arg)
+{
+	struct rdmaxfer_agent *agent = arg;
+	struct pollfd pfd[3];
+
+	pfd[0].fd = agent->comp_ch->fd;
+	pfd[0].events = POLLIN;
+	pfd[1].fd = agent->cm_ch->fd;
+	pfd[1].events = POLLIN;
+	pfd[2].fd = agent->wake_fd;
+	pfd[2].events = POLLIN;
+	pthread_mutex_lock(&agent->lock);
+	while (!agent->stop) {
+		rx_progress_locked(agent);
+		if (!agent->cq_armed) {
+			ibv_req_notify_cq(agent->cq, 0);
+			agent->cq_armed = true;
+			rx_progress_locked(agent);
+		}
+		agent->progress_gen++;
+		pthread_cond_broadcast(&agent->cond);
+		pthread_mutex_unlock(&agent->lock);
+		rx_deliver_notifs(agent);
+		poll(pfd, 3, 100);
+		pthread_mutex_lock(&agent->lock);
+		drain_comp_channel(agent);
+	}
+	pthread_mutex_unlock(&agent->lock);
+	return NULL;
+}
+
+static int alloc_buffers(struct rdmaxfer_agent *agent)
+{
+	size_t rbytes = (size_t)agent->attr.srq_depth * RDMAXFER_NOTIF_MSG_MAX;
+	size_t sbytes = (size_t)agent->attr.sq_depth * RDMAXFER_NOTIF_MSG_MAX;
+	uint32_t i;
+
+	agent->recv_buf = aligned_alloc(4096, rbytes);
+	agent->send_buf = aligned_alloc(4096, sbytes);
+	agent->send_free = calloc(agent->attr.sq_depth, sizeof(uint32_t));
+	if (!agent->recv_buf || !agent->send_buf || !agent->send_free)
+		return -ENOMEM;
+	/* internal buffers live as long as the agent: registered directly,
+	 * not through the cache that serves user memory */
+	agent->recv_mr = ibv_reg_mr(agent->pd, agent->recv_buf, rbytes,
+				    IBV_ACCESS_LOCAL_WRITE);
+	if (!agent->recv_mr)
+		return -errno;
+	agent->send_mr = ibv_reg_mr(agent->pd, agent->send_buf, sbytes, 0);
+	if (!agent->send_mr)
+		return -errno;
+	for (i = 0; i < agent->attr.sq_depth; i++)
+		agent->send_free[i] = agent->attr.sq_depth - 1 - i;
+	agent->send_nfree = agent->attr.sq_depth;
+	return 0;
+}
+
+static int check_attr(struct rdmaxfer_agent_attr *a)
+{
+	if (a->reserved[0] || a->reserved[1] || a->reserved[2] ||
+	    a->reserved[3])
+		return -EINVAL;
+	if (a->qps_per_peer > RX_MAX_QPS)
+		return -EINVAL;
+	if (a->progress != RDMAXFER_PROGRESS_CALLER &&
+	    a->progress != RDMAXFER_PROGRESS_THREAD)
+		return -EINVAL;
+	if (!a->sq_depth)
+		a->sq_depth = DEF_SQ_DEPTH;
+	if (!a->srq_depth)
+		a->srq_depth = DEF_SRQ_DEPTH;
+	if (!a->cq_depth)
+		a->cq_depth = DEF_CQ_DEPTH;
+	if (!a->qps_per_peer)
+		a->qps_per_peer = 1;
+	if (!a->signal_interval)
+		a->signal_interval = a->sq_depth / 4 ? a->sq_depth / 4 : 1;
+	if (a->signal_interval > a->sq_depth)
+		a->signal_interval = a->sq_depth;
+	if (!a->stripe_threshold)
+		a->stripe_threshold = DEF_STRIPE;
+	if (a->cm_timeout_ms <= 0)
+		a->cm_timeout_ms = DEF_CM_TIMEOUT_MS;
+	if (!a->name)
+		a->name = "rdmaxfer";
+	return 0;
+}
+
+static void env_attr(struct rdmaxfer_agent_attr *a)
+{
+	const char *s;
+
+	if (a->flags & RDMAXFER_AGENT_NO_ENV)
+		return;
+	s = getenv("RDMAXFER_DEVICE");
+	if (!a->device && s && *s)
+		a->device = s;
+	s = getenv("RDMAXFER_GID_INDEX");
+	if (a->gid_index < 0 && s && *s)
+		a->gid_index = atoi(s);
+	s = getenv("RDMAXFER_QPS");
+	if (!a->qps_per_peer && s && *s)
+		a->qps_per_peer = (uint32_t)atoi(s);
+}
+
+RX_EXPORT
+int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
+			  struct rdmaxfer_agent **agentp)
+{
+	struct rdmaxfer_agent *agent;
+	struct ibv_srq_init_attr srq_attr = { 0 };
+	struct regcache_attr cattr = { 0 };
+	uint32_t i;
+	int ret;
+
+	if (!agentp)
+		return -EINVAL;
+	agent = calloc(1, sizeof(*agent));
+	if (!agent)
+		return -ENOMEM;
+	if (attr)
+		agent->attr = *attr;
+	else
+		rdmaxfer_agent_attr_init(&agent->attr);
+	env_attr(&agent->attr);
+	ret = check_attr(&agent->attr);
+	if (ret)
+		goto free_agent;
+	pthread_mutex_init(&agent->lock, NULL);
+	pthread_cond_init(&agent->cond, NULL);
+	rx_list_init(&agent->peers);
+	rx_list_init(&agent->accept_q);
+	rx_list_init(&agent->reqs);
+	rx_list_init(&agent->mems);
+	agent->wake_fd = -1;
+
+	ret = open_device(agent, agent->attr.device);
+	if (ret)
+		goto free_agent;
+	if (agent->attr.gid_index >= 0) {
+		if (agent->attr.gid_index >= agent->port_attr.gid_tbl_len) {
+			ret = -EINVAL;
+			goto free_agent;
+		}
+		agent->info.gid_index = agent->attr.gid_index;
+	} else {
+		agent->info.gid_index = pick_gid(agent);
+	}
+	ibv_query_gid(agent->ctx, agent->info.port, agent->info.gid_index,
+		      (union ibv_gid *)agent->info.gid);
+	if (getrandom(&agent->info.agent_id, sizeof(agent->info.agent_id),
+		      0) != sizeof(agent->info.agent_id))
+		agent->info.agent_id = (uint64_t)rx_now_ns() ^
+				       ((uint64_t)getpid() << 32);
+	snprintf(agent->info.name, sizeof(agent->info.name), "%s",
+		 agent->attr.name);
+	agent->info.max_msg_size = agent->port_attr.max_msg_sz;
+	if (agent->attr.sq_depth > (uint32_t)agent->dev_attr.max_qp_wr)
+		agent->attr.sq_depth = agent->dev_attr.max_qp_wr;
+	if (agent->attr.srq_depth > (uint32_t)agent->dev_attr.max_srq_wr)
+		agent->attr.srq_depth = agent->dev_attr.max_srq_wr;
+	if (agent->attr.cq_depth > (uint32_t)agent->dev_attr.max_cqe)
+		agent->attr.cq_depth = agent->dev_attr.max_cqe;
+	agent->rd_atom = agent->dev_attr.max_qp_rd_atom;
+	if ((uint32_t)agent->dev_attr.max_qp_init_rd_atom < agent->rd_atom)
+		agent->rd_atom = agent->dev_attr.max_qp_init_rd_atom;
+	if (agent->rd_atom > 16)
+		agent->rd_atom = 16;
+
+	ret = -ENOMEM;
+	agent->pd = ibv_alloc_pd(agent->ctx);
+	if (!agent->pd)
+		goto free_agent;
+	agent->comp_ch = ibv_create_comp_channel(agent->ctx);
+	if (!agent->comp_ch)
+		goto dealloc_pd;
+	ret = set_nonblock(agent->comp_ch->fd);
+	if (ret)
+		goto destroy_comp_ch;
+	agent->cq = ibv_create_cq(agent->ctx, (int)agent->attr.cq_depth, agent,
+				  agent->comp_ch, 0);
+	if (!agent->cq) {
+		ret = -errno;
+		goto destroy_comp_ch;
+	}
+	srq_attr.attr.max_wr = agent->attr.srq_depth;
+	srq_attr.attr.max_sge = 1;
+	agent->srq = ibv_create_srq(agent->pd, &srq_attr);
+	if (!agent->srq) {
+		ret = -errno;
+		goto destroy_cq;
+	}
+	agent->cm_ch = rdma_create_event_channel();
+	if (!agent->cm_ch) {
+		ret = -errno;
+		goto destroy_srq;
+	}
+	ret = set_nonblock(agent->cm_ch->fd);
+	if (ret)
+		goto destroy_cm_ch;
+	ret = alloc_buffers(agent);
+	if (ret)
+		goto free_buffers;
+	for (i = 0; i < agent->attr.srq_depth; i++) {
+		ret = rx_post_recv(agent, i);
+		if (ret)
+			goto free_buffers;
+	}
+
+	cattr.reg = cache_reg;
+	cattr.dereg = cache_dereg;
+	cattr.user = agent;
+	cattr.monitor = agent->attr.cache_monitor;
+	cattr.max_entries = agent->attr.cache_max_entries;
+	cattr.max_bytes = agent->attr.cache_max_bytes;
+	ret = regcache_create(&cattr, &agent->cache);
+	if (ret)
+		goto free_buffers;
+
+	agent->info.qps_per_peer = agent->attr.qps_per_peer;
+	agent->info.sq_depth = agent->attr.sq_depth;
+	agent->info.srq_depth = agent->attr.srq_depth;
+	agent->info.signal_interval = agent->attr.signal_interval;
+	agent->info.stripe_threshold = agent->attr.stripe_threshold;
+	agent->info.max_inline = agent->attr.max_inline;
+	agent->info.progress = agent->attr.progress;
+	agent->info.cache_monitor = regcache_monitor_name(agent->cache);
+	/* attr strings belong to the caller */
+	agent->attr.device = agent->info.device;
+	agent->attr.name = agent->info.name;
+
+	if (agent->attr.progress == RDMAXFER_PROGRESS_THREAD) {
+		agent->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (agent->wake_fd < 0) {
+			ret = -errno;
+			goto destroy_cache;
+		}
+		ret = -pthread_create(&agent->thread, NULL, progress_thread,
+				      agent);
+		if (ret)
+			goto close_wake;
+		agent->thread_running = true;
+	}
+	*agentp = agent;
+	return 0;
+
+close_wake:
+	close(agent->wake_fd);
+destroy_cache:
+	regcache_destroy(agent->cache);
+free_buffers:
+	if (agent->send_mr)
+		ibv_dereg_mr(agent->send_mr);
+	if (agent->recv_mr)
+		ibv_dereg_mr(agent->recv_mr);
+	free(agent->send_free);
+	free(agent->send_buf);
+	free(agent->recv_buf);
+destroy_cm_ch:
+	rdma_destroy_event_channel(agent->cm_ch);
+destroy_srq:
+	ibv_destroy_srq(agent->srq);
+destroy_cq:
+	ibv_destroy_cq(agent->cq);
+destroy_comp_ch:
+	ibv_destroy_comp_channel(agent->comp_ch);
+dealloc_pd:
+	ibv_dealloc_pd(agent->pd);
+free_agent:
+	free(agent);
+	return ret > 0 ? -ret : ret;
+}
+
+RX_EXPORT
+void rdmaxfer_agent_destroy(struct rdmaxfer_agent *agent)
+{
+	uint64_t one = 1;
+
+	if (!agent)
+		return;
+	if (agent->thread_running) {
+		pthread_mutex_lock(&agent->lock);
+		agent->stop = true;
+		pthread_mutex_unlock(&agent->lock);
+		if (write(agent->wake_fd, &one, sizeof(one)) < 0) {
+			/* the thread still sees stop within its poll timeout */
+		}
+		pthread_join(agent->thread, NULL);
+		close(agent->wake_fd);
+	}
+	/* requests and memory handles first: they hold cache entries */
+	while (!rx_list_empty(&agent->reqs))
+		rx_req_release(rx_container_of(agent->reqs.next,
+					       struct rdmaxfer_req, node));
+	while (!rx_list_empty(&agent->mems))
+		rx_mem_release(rx_container_of(agent->mems.next,
+					       struct rdmaxfer_mem, node));
+	pthread_mutex_lock(&agent->lock);
+	while (!rx_list_empty(&agent->peers))
+		rx_peer_free(rx_container_of(agent->peers.next,
+					     struct rdmaxfer_peer, node));
+	if (agent->listen_id)
+		rdma_destroy_id(agent->listen_id);
+	pthread_mutex_unlock(&agent->lock);
+
+	regcache_destroy(agent->cache);
+	ibv_dereg_mr(agent->send_mr);
+	ibv_dereg_mr(agent->recv_mr);
+	free(agent->send_free);
+	free(agent->send_buf);
+	free(agent->recv_buf);
+	rdma_destroy_event_channel(agent->cm_ch);
+	ibv_destroy_srq(agent->srq);
+	drain_comp_channel(agent);
+	ibv_destroy_cq(agent->cq);
+	ibv_destroy_comp_channel(agent->comp_ch);
+	ibv_dealloc_pd(agent->pd);
+	free(agent->notifs.ring);
+	pthread_cond_destroy(&agent->cond);
+	pthread_mutex_destroy(&agent->lock);
+	free(agent);
+}
+
+RX_EXPORT
+int rdmaxfer_agent_query(struct rdmaxfer_agent *agent,
+			 struct rdmaxfer_agent_info *info)
+{
+	if (!agent || !info)
+		return -EINVAL;
+	*info = agent->info;
+	return 0;
+}
+
+RX_EXPORT
+int rdmaxfer_agent_cache_stats(struct rdmaxfer_agent *agent,
+			       struct regcache_stats *stats)
+{
+	if (!agent || !stats)
+		return -EINVAL;
+	return regcache_get_stats(agent->cache, stats);
+}
+
+RX_EXPORT
+int rdmaxfer_progress(struct rdmaxfer_agent *agent)
+{
+	int ret;
+
+	if (!agent)
+		return -EINVAL;
+	pthread_mutex_lock(&agent->lock);
+	ret = rx_progress_locked(agent);
+	pthread_mutex_unlock(&agent->lock);
+	rx_deliver_notifs(agent);
+	return ret;
+}
+
+RX_EXPORT
+int rdmaxfer_md_pack(struct rdmaxfer_agent *agent,
+		     const struct rdmaxfer_desc *descs, size_t ndescs,
+		     void *buf, size_t cap, size_t *lenp)
+{
+	struct rdmaxfer_md md;
+
+	if (!agent || !lenp || ndescs > RDMAXFER_MD_MAX_DESCS)
+		return -EINVAL;
+	memset(&md, 0, sizeof(md));
+	md.version = RDMAXFER_MD_VERSION;
+	md.agent_id = agent->info.agent_id;
+	memcpy(md.name, agent->info.name, sizeof(md.name));
+	memcpy(md.device, agent->info.device, sizeof(md.device));
+	md.port = agent->info.port;
+	md.gid_index = (uint8_t)agent->info.gid_index;
+	memcpy(md.gid, agent->info.gid, sizeof(md.gid));
+	md.max_msg_size = agent->info.max_msg_size;
+	md.qps_per_peer = agent->info.qps_per_peer;
+	pthread_mutex_lock(&agent->lock);
+	md.listening = agent->listen_id != NULL;
+	memcpy(md.host, agent->listen_host, sizeof(md.host));
+	md.listen_port = agent->listen_port;
+	pthread_mutex_unlock(&agent->lock);
+	md.ndescs = ndescs;
+	md.descs = (struct rdmaxfer_desc *)descs;
+	return rx_md_encode(&md, buf, cap, lenp);
+}

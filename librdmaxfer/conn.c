@@ -1,0 +1,788 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * conn.c - peers: rdma_cm listen/accept/connect, failure and reconnect.
+ *
+ * A peer is N RC QPs, each its own rdma_cm connection.  The connecting
+ * side sends a hello in the private data (magic, version, its agent id, a
+ * random token naming this peer connection, the QP index and N); the
+ * accepting side groups the N requests by (agent id, token) and the peer
+ * becomes ready when all N are ESTABLISHED.  A connect runs its handshake
+ * on a private event channel, so it can block without holding the agent
+ * lock, then migrates the ids to the agent's channel, where the progress
+ * engine watches for DISCONNECTED.  A QP error or a disconnect fails the
+ * peer: its QPs go to the error state so outstanding work flushes, and
+ * requests fail instead of hanging; the connecting side can reconnect.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <sys/random.h>
+
+#include "internal.h"
+
+/* How long a reconnect lets old QPs flush before it gives up on them. */
+#define FLUSH_TIMEOUT_MS	2000
+
+static void qp_init_attr(struct rdmaxfer_agent *agent,
+			 struct ibv_qp_init_attr *init)
+{
+	memset(init, 0, sizeof(*init));
+	init->send_cq = agent->cq;
+	init->recv_cq = agent->cq;
+	init->srq = agent->srq;
+	init->qp_type = IBV_QPT_RC;
+	init->cap.max_send_wr = agent->attr.sq_depth;
+	init->cap.max_send_sge = 1;
+	init->cap.max_inline_data = agent->attr.max_inline;
+	init->sq_sig_all = 0;
+}
+
+/* Create the QP on a cm id and install it into peer->qps[index]. */
+static int install_qp(struct rdmaxfer_peer *peer, unsigned int index,
+		      struct rdma_cm_id *id)
+{
+	struct rdmaxfer_agent *agent = peer->agent;
+	struct ibv_qp_init_attr init;
+	struct rx_qp *q = &peer->qps[index];
+
+	qp_init_attr(agent, &init);
+	if (rdma_create_qp(id, agent->pd, &init)) {
+		/* a device without inline support refuses the request */
+		init.cap.max_inline_data = 0;
+		if (rdma_create_qp(id, agent->pd, &init))
+			return -errno;
+	}
+	q->peer = peer;
+	q->id = id;
+	q->qp = id->qp;
+	q->qpn = id->qp->qp_num;
+	q->index = (uint16_t)index;
+	q->gen++;
+	q->established = false;
+	q->disconnecting = false;
+	q->sq_used = 0;
+	q->max_inline = init.cap.max_inline_data;
+	if (q->max_inline < agent->info.max_inline || !index)
+		agent->info.max_inline = q->max_inline;
+	id->context = q;
+	return 0;
+}
+
+static void destroy_qp(struct rx_qp *q)
+{
+	if (!q->id)
+		return;
+	rx_fail_backlog(q, -ECONNRESET);
+	if (q->qp)
+		rdma_destroy_qp(q->id);
+	rdma_destroy_id(q->id);
+	q->id = NULL;
+	q->qp = NULL;
+	q->qpn = 0;
+	q->established = false;
+}
+
+static struct rdmaxfer_peer *peer_new(struct rdmaxfer_agent *agent,
+				      unsigned int nqps)
+{
+	struct rdmaxfer_peer *peer = calloc(1, sizeof(*peer));
+	unsigned int i;
+
+	if (!peer)
+		return NULL;
+	peer->agent = agent;
+	peer->nqps = nqps;
+	peer->state = RDMAXFER_PEER_CONNECTING;
+	rx_list_init(&peer->accept_node);
+	for (i = 0; i < RX_MAX_QPS; i++)
+		rx_list_init(&peer->qps[i].backlog);
+	rx_list_add_tail(&agent->peers, &peer->node);
+	return peer;
+}
+
+/* Lock held.  Frees a peer and its QPs (the caller made sure no request
+ * needs it any more). */
+void rx_peer_free(struct rdmaxfer_peer *peer)
+{
+	unsigned int i;
+
+	for (i = 0; i < peer->nqps; i++) {
+		if (peer->qps[i].id && peer->qps[i].established &&
+		    !peer->qps[i].disconnecting)
+			rdma_disconnect(peer->qps[i].id);
+		destroy_qp(&peer->qps[i]);
+	}
+	rx_list_del(&peer->accept_node);
+	rx_list_del(&peer->node);
+	free(peer);
+}
+
+struct rdmaxfer_peer *rx_peer_by_qpn(struct rdmaxfer_agent *agent,
+				     uint32_t qpn, unsigned int *qp_index)
+{
+	struct rx_list *l;
+	unsigned int i;
+
+	for (l = agent->peers.next; l != &agent->peers; l = l->next) {
+		struct rdmaxfer_peer *peer =
+			rx_container_of(l, struct rdmaxfer_peer, node);
+
+		for (i = 0; i < peer->nqps; i++) {
+			if (peer->qps[i].qp && peer->qps[i].qpn == qpn) {
+				if (qp_index)
+					*qp_index = i;
+				return peer;
+			}
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Lock held.  Move the peer out of CONNECTED: every QP to the error state
+ * (outstanding WRs flush, so every request completes), the remote side is
+ * told through a DREQ, and queued work fails at once.
+ */
+void rx_peer_fail(struct rdmaxfer_peer *peer, int err)
+{
+	struct ibv_qp_attr qattr = { .qp_state = IBV_QPS_ERR };
+	unsigned int i;
+
+	if (peer->state == RDMAXFER_PEER_ERROR ||
+	    peer->state == RDMAXFER_PEER_DISCONNECTED) {
+		if (err == -ECONNRESET)
+			peer->state = RDMAXFER_PEER_DISCONNECTED;
+		return;
+	}
+	peer->state = err == -ECONNRESET ? RDMAXFER_PEER_DISCONNECTED :
+					   RDMAXFER_PEER_ERROR;
+	peer->error = err;
+	for (i = 0; i < peer->nqps; i++) {
+		struct rx_qp *q = &peer->qps[i];
+
+		if (!q->id)
+			continue;
+		if (!q->disconnecting) {
+			q->disconnecting = true;
+			rdma_disconnect(q->id);
+		}
+		if (q->qp)
+			ibv_modify_qp(q->qp, &qattr, IBV_QP_STATE);
+		rx_fail_backlog(q, err);
+	}
+}
+
+static void qp_established(struct rx_qp *q)
+{
+	struct rdmaxfer_peer *peer = q->peer;
+	struct rdmaxfer_agent *agent = peer->agent;
+
+	if (q->established)
+		return;
+	q->established = true;
+	if (++peer->nestablished == peer->nqps &&
+	    peer->state == RDMAXFER_PEER_CONNECTING) {
+		peer->state = RDMAXFER_PEER_CONNECTED;
+		if (!peer->initiator)
+			rx_list_add_tail(&agent->accept_q, &peer->accept_node);
+	}
+}
+
+static struct rdmaxfer_peer *find_accepting(struct rdmaxfer_agent *agent,
+					    const struct rx_hello *h)
+{
+	struct rx_list *l;
+
+	for (l = agent->peers.next; l != &agent->peers; l = l->next) {
+		struct rdmaxfer_peer *peer =
+			rx_container_of(l, struct rdmaxfer_peer, node);
+
+		if (!peer->initiator && peer->remote_id == h->agent_id &&
+		    peer->token == h->token &&
+		    peer->state == RDMAXFER_PEER_CONNECTING)
+			return peer;
+	}
+	return NULL;
+}
+
+/* Returns true when the id must be destroyed after the event is acked. */
+static bool on_connect_request(struct rdmaxfer_agent *agent,
+			       struct rdma_cm_event *ev)
+{
+	const struct rdma_conn_param *cp = &ev->param.conn;
+	struct rdma_conn_param ap = { 0 };
+	struct rx_welcome w = { 0 };
+	struct rdmaxfer_peer *peer;
+	struct rx_hello h;
+	int ret;
+
+	if (!cp->private_data || cp->private_data_len < sizeof(h))
+		goto reject;
+	memcpy(&h, cp->private_data, sizeof(h));
+	h.magic = le32toh(h.magic);
+	h.version = le16toh(h.version);
+	h.qp_index = le16toh(h.qp_index);
+	h.nqps = le16toh(h.nqps);
+	h.agent_id = le64toh(h.agent_id);
+	h.token = le64toh(h.token);
+	if (h.magic != RX_HELLO_MAGIC || h.version != RX_PROTO_VERSION ||
+	    !h.nqps || h.nqps > RX_MAX_QPS || h.qp_index >= h.nqps)
+		goto reject;
+	peer = find_accepting(agent, &h);
+	if (!peer) {
+		peer = peer_new(agent, h.nqps);
+		if (!peer)
+			goto reject;
+		peer->remote_id = h.agent_id;
+		peer->token = h.token;
+	}
+	if (peer->nqps != h.nqps || peer->qps[h.qp_index].id)
+		goto reject;
+	ret = install_qp(peer, h.qp_index, ev->id);
+	if (ret)
+		goto reject;
+	w.magic = htole32(RX_HELLO_MAGIC);
+	w.version = htole16(RX_PROTO_VERSION);
+	w.agent_id = htole64(agent->info.agent_id);
+	ap.private_data = &w;
+	ap.private_data_len = sizeof(w);
+	ap.responder_resources = cp->initiator_depth < agent->rd_atom ?
+				 cp->initiator_depth : agent->rd_atom;
+	ap.initiator_depth = cp->responder_resources < agent->rd_atom ?
+			     cp->responder_resources : agent->rd_atom;
+	ap.rnr_retry_count = 7;
+	if (rdma_accept(ev->id, &ap)) {
+		rdma_destroy_qp(ev->id);
+		peer->qps[h.qp_index].id = NULL;
+		peer->qps[h.qp_index].qp = NULL;
+		return true;
+	}
+	return false;
+
+reject:
+	/* a version mismatch is refused with our own hello so the connecting
+	 * side can tell -EPROTO from -ECONNREFUSED */
+	w.magic = htole32(RX_HELLO_MAGIC);
+	w.version = htole16(RX_PROTO_VERSION);
+	w.agent_id = htole64(agent->info.agent_id);
+	rdma_reject(ev->id, &w, sizeof(w));
+	return true;
+}
+
+/* Lock held: one event of the agent's CM channel (acked here). */
+int rx_cm_event_locked(struct rdmaxfer_agent *agent, struct rdma_cm_event *ev)
+{
+	struct rdma_cm_id *destroy = NULL;
+	struct rx_qp *q = NULL;
+
+	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST && ev->id &&
+	    ev->id != agent->listen_id)
+		q = ev->id->context;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+		if (on_connect_request(agent, ev))
+			destroy = ev->id;
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (q)
+			qp_established(q);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		if (q) {
+			q->disconnecting = true;
+			rx_peer_fail(q->peer, -ECONNRESET);
+		}
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		if (q)
+			rx_peer_fail(q->peer, -ECONNREFUSED);
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		if (q)
+			rx_peer_fail(q->peer, -ENODEV);
+		break;
+	default:
+		break;
+	}
+	rdma_ack_cm_event(ev);
+	if (destroy)
+		rdma_destroy_id(destroy);
+	return 0;
+}
+
+static int resolve(const char *host, uint16_t port, struct sockaddr_storage *ss)
+{
+	struct addrinfo hints = { 0 }, *res;
+	char serv[8];
+	int ret;
+
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	snprintf(serv, sizeof(serv), "%u", port);
+	ret = getaddrinfo(host, serv, &hints, &res);
+	if (ret)
+		return ret == EAI_MEMORY ? -ENOMEM : -EHOSTUNREACH;
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	return 0;
+}
+
+RX_EXPORT
+int rdmaxfer_listen(struct rdmaxfer_agent *agent, const char *host,
+		    uint16_t port)
+{
+	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+	struct rdma_cm_id *id;
+	const uint8_t *gid;
+	int ret;
+
+	if (!agent)
+		return -EINVAL;
+	if (host) {
+		ret = resolve(host, port, &ss);
+		if (ret)
+			return ret == -EHOSTUNREACH ? -EADDRNOTAVAIL : ret;
+	} else {
+		gid = agent->info.gid;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		/* the RoCE v2 IPv4 GID is the device's IPv4 address */
+		if (!memcmp(gid, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12))
+			memcpy(&sin->sin_addr, gid + 12, 4);
+		else
+			sin->sin_addr.s_addr = htonl(INADDR_ANY);
+	}
+	pthread_mutex_lock(&agent->lock);
+	if (agent->listen_id) {
+		ret = -EALREADY;
+		goto unlock;
+	}
+	if (rdma_create_id(agent->cm_ch, &id, NULL, RDMA_PS_TCP)) {
+		ret = -errno;
+		goto unlock;
+	}
+	if (rdma_bind_addr(id, (struct sockaddr *)&ss)) {
+		ret = -errno;
+		goto destroy_id;
+	}
+	if (id->verbs && id->verbs != agent->ctx) {
+		ret = -EADDRNOTAVAIL;	/* the address is on another device */
+		goto destroy_id;
+	}
+	if (rdma_listen(id, 64)) {
+		ret = -errno;
+		goto destroy_id;
+	}
+	agent->listen_id = id;
+	agent->listen_port = ntohs(rdma_get_src_port(id));
+	agent->listen_family = ss.ss_family;
+	if (ss.ss_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr,
+			  agent->listen_host, sizeof(agent->listen_host));
+	else
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr,
+			  agent->listen_host, sizeof(agent->listen_host));
+	pthread_mutex_unlock(&agent->lock);
+	return 0;
+
+destroy_id:
+	rdma_destroy_id(id);
+unlock:
+	pthread_mutex_unlock(&agent->lock);
+	return ret;
+}
+
+RX_EXPORT
+int rdmaxfer_listen_port(struct rdmaxfer_agent *agent, uint16_t *portp)
+{
+	if (!agent || !portp)
+		return -EINVAL;
+	if (!agent->listen_id)
+		return -ENOTCONN;
+	*portp = agent->listen_port;
+	return 0;
+}
+
+RX_EXPORT
+int rdmaxfer_accept(struct rdmaxfer_agent *agent, int timeout_ms,
+		    struct rdmaxfer_peer **peerp)
+{
+	int64_t deadline = rx_deadline(timeout_ms);
+	int ret;
+
+	if (!agent || !peerp)
+		return -EINVAL;
+	pthread_mutex_lock(&agent->lock);
+	if (!agent->listen_id) {
+		ret = -ENOTCONN;
+		goto unlock;
+	}
+	for (;;) {
+		if (!agent->thread_running)
+			rx_progress_locked(agent);
+		if (!rx_list_empty(&agent->accept_q)) {
+			struct rdmaxfer_peer *peer =
+				rx_container_of(agent->accept_q.next,
+						struct rdmaxfer_peer,
+						accept_node);
+
+			rx_list_del(&peer->accept_node);
+			peer->handed_out = true;
+			*peerp = peer;
+			ret = 0;
+			break;
+		}
+		ret = rx_block(agent, deadline);
+		if (ret)
+			break;
+	}
+unlock:
+	pthread_mutex_unlock(&agent->lock);
+	rx_deliver_notifs(agent);
+	return ret;
+}
+
+/* Wait for one event on a private channel, progressing the agent meanwhile
+ * (it may be connecting to itself). */
+static int wait_event(struct rdmaxfer_agent *agent,
+		      struct rdma_event_channel *ch,
+		      enum rdma_cm_event_type want, int64_t deadline,
+		      struct rx_welcome *w)
+{
+	struct rdma_cm_event *ev;
+	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+	int ret;
+
+	for (;;) {
+		int64_t left = deadline - rx_now_ns();
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (!agent->thread_running)
+			rdmaxfer_progress(agent);
+		ret = poll(&pfd, 1, left > 10000000 ? 10 : 1);
+		if (ret > 0)
+			break;
+	}
+	if (rdma_get_cm_event(ch, &ev))
+		return -errno;
+	if (ev->event == want) {
+		ret = 0;
+		if (w) {
+			memset(w, 0, sizeof(*w));
+			if (ev->param.conn.private_data &&
+			    ev->param.conn.private_data_len >= sizeof(*w))
+				memcpy(w, ev->param.conn.private_data,
+				       sizeof(*w));
+		}
+	} else {
+		switch (ev->event) {
+		case RDMA_CM_EVENT_ADDR_ERROR:
+		case RDMA_CM_EVENT_ROUTE_ERROR:
+		case RDMA_CM_EVENT_UNREACHABLE:
+			ret = -EHOSTUNREACH;
+			break;
+		case RDMA_CM_EVENT_REJECTED:
+			ret = -ECONNREFUSED;
+			if (ev->param.conn.private_data &&
+			    ev->param.conn.private_data_len >= sizeof(*w)) {
+				struct rx_welcome r;
+
+				memcpy(&r, ev->param.conn.private_data,
+				       sizeof(r));
+				if (le32toh(r.magic) == RX_HELLO_MAGIC &&
+				    le16toh(r.version) != RX_PROTO_VERSION)
+					ret = -EPROTO;
+			}
+			break;
+		default:
+			ret = -ECONNREFUSED;
+			break;
+		}
+	}
+	rdma_ack_cm_event(ev);
+	return ret;
+}
+
+/* Establish every QP of an initiator peer.  Called without the lock. */
+static int connect_qps(struct rdmaxfer_peer *peer, int timeout_ms)
+{
+	struct rdmaxfer_agent *agent = peer->agent;
+	int64_t deadline = rx_deadline(timeout_ms);
+	struct rdma_event_channel *ch;
+	struct sockaddr_storage dst;
+	struct rdma_cm_id *id;
+	unsigned int i;
+	int ret;
+
+	ret = resolve(peer->host, peer->port, &dst);
+	if (ret)
+		return ret;
+	if (getrandom(&peer->token, sizeof(peer->token), 0) !=
+	    sizeof(peer->token))
+		peer->token = (uint64_t)rx_now_ns();
+	ch = rdma_create_event_channel();
+	if (!ch)
+		return -errno;
+
+	for (i = 0; i < peer->nqps; i++) {
+		struct rdma_conn_param cp = { 0 };
+		struct rx_hello h = { 0 };
+		struct rx_welcome w;
+
+		if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP)) {
+			ret = -errno;
+			goto fail;
+		}
+		if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst,
+				      timeout_ms)) {
+			ret = -errno;
+			goto destroy_id;
+		}
+		ret = wait_event(agent, ch, RDMA_CM_EVENT_ADDR_RESOLVED,
+				 deadline, NULL);
+		if (ret)
+			goto destroy_id;
+		if (id->verbs != agent->ctx) {
+			ret = -ENETUNREACH;	/* routed through another device */
+			goto destroy_id;
+		}
+		if (rdma_resolve_route(id, timeout_ms)) {
+			ret = -errno;
+			goto destroy_id;
+		}
+		ret = wait_event(agent, ch, RDMA_CM_EVENT_ROUTE_RESOLVED,
+				 deadline, NULL);
+		if (ret)
+			goto destroy_id;
+		pthread_mutex_lock(&agent->lock);
+		ret = install_qp(peer, i, id);
+		pthread_mutex_unlock(&agent->lock);
+		if (ret)
+			goto destroy_id;
+
+		h.magic = htole32(RX_HELLO_MAGIC);
+		h.version = htole16(RX_PROTO_VERSION);
+		h.qp_index = htole16(i);
+		h.nqps = htole16(peer->nqps);
+		h.agent_id = htole64(agent->info.agent_id);
+		h.token = htole64(peer->token);
+		cp.private_data = &h;
+		cp.private_data_len = sizeof(h);
+		cp.responder_resources = agent->rd_atom;
+		cp.initiator_depth = agent->rd_atom;
+		cp.retry_count = 7;
+		cp.rnr_retry_count = 7;
+		if (rdma_connect(id, &cp)) {
+			ret = -errno;
+			goto destroy_qp;
+		}
+		ret = wait_event(agent, ch, RDMA_CM_EVENT_ESTABLISHED,
+				 deadline, &w);
+		if (ret)
+			goto destroy_qp;
+		if (le32toh(w.magic) != RX_HELLO_MAGIC) {
+			ret = -EPROTO;
+			goto destroy_qp;
+		}
+		if (le16toh(w.version) != RX_PROTO_VERSION) {
+			ret = -EPROTO;
+			goto destroy_qp;
+		}
+		pthread_mutex_lock(&agent->lock);
+		peer->remote_id = le64toh(w.agent_id);
+		ret = rdma_migrate_id(id, agent->cm_ch) ? -errno : 0;
+		if (!ret)
+			qp_established(&peer->qps[i]);
+		pthread_mutex_unlock(&agent->lock);
+		if (ret)
+			goto destroy_qp;
+	}
+	rdma_destroy_event_channel(ch);
+	return 0;
+
+destroy_qp:
+	pthread_mutex_lock(&agent->lock);
+	rdma_destroy_qp(id);
+	peer->qps[i].id = NULL;
+	peer->qps[i].qp = NULL;
+	peer->qps[i].qpn = 0;
+	pthread_mutex_unlock(&agent->lock);
+destroy_id:
+	rdma_destroy_id(id);
+fail:
+	pthread_mutex_lock(&agent->lock);
+	/* the QPs already connected live on the agent channel now */
+	peer->state = RDMAXFER_PEER_ERROR;
+	peer->error = ret;
+	while (i--) {
+		if (!peer->qps[i].disconnecting)
+			rdma_disconnect(peer->qps[i].id);
+		peer->qps[i].disconnecting = true;
+		destroy_qp(&peer->qps[i]);
+	}
+	pthread_mutex_unlock(&agent->lock);
+	rdma_destroy_event_channel(ch);
+	return ret;
+}
+
+RX_EXPORT
+int rdmaxfer_connect(struct rdmaxfer_agent *agent, const char *host,
+		     uint16_t port, int timeout_ms,
+		     struct rdmaxfer_peer **peerp)
+{
+	struct rdmaxfer_peer *peer;
+	int ret;
+
+	if (!agent || !host || !peerp || !port)
+		return -EINVAL;
+	if (timeout_ms <= 0)
+		timeout_ms = agent->attr.cm_timeout_ms;
+	pthread_mutex_lock(&agent->lock);
+	peer = peer_new(agent, agent->attr.qps_per_peer);
+	if (peer) {
+		peer->initiator = true;
+		peer->handed_out = true;
+		snprintf(peer->host, sizeof(peer->host), "%s", host);
+		peer->port = port;
+	}
+	pthread_mutex_unlock(&agent->lock);
+	if (!peer)
+		return -ENOMEM;
+	ret = connect_qps(peer, timeout_ms);
+	if (ret) {
+		pthread_mutex_lock(&agent->lock);
+		rx_peer_free(peer);
+		pthread_mutex_unlock(&agent->lock);
+		return ret;
+	}
+	*peerp = peer;
+	return 0;
+}
+
+RX_EXPORT
+int rdmaxfer_connect_md(struct rdmaxfer_agent *agent, const void *blob,
+			size_t len, int timeout_ms,
+			struct rdmaxfer_peer **peerp)
+{
+	struct rdmaxfer_md *md;
+	int ret;
+
+	if (!agent || !peerp)
+		return -EINVAL;
+	ret = rdmaxfer_md_parse(blob, len, &md);
+	if (ret)
+		return ret;
+	if (!md->listening)
+		ret = -EDESTADDRREQ;
+	else
+		ret = rdmaxfer_connect(agent, md->host, md->listen_port,
+				       timeout_ms, peerp);
+	if (!ret && (*peerp)->remote_id != md->agent_id) {
+		/* someone else listens there now */
+		rdmaxfer_peer_destroy(*peerp);
+		ret = -ESTALE;
+	}
+	rdmaxfer_md_free(md);
+	return ret;
+}
+
+/* Lock held: count requests of this peer still in flight. */
+static unsigned int peer_active(struct rdmaxfer_peer *peer);
+
+RX_EXPORT
+int rdmaxfer_peer_reconnect(struct rdmaxfer_peer *peer, int timeout_ms)
+{
+	struct rdmaxfer_agent *agent;
+	int64_t deadline = rx_deadline(FLUSH_TIMEOUT_MS);
+	unsigned int i;
+	int ret;
+
+	if (!peer)
+		return -EINVAL;
+	agent = peer->agent;
+	if (!peer->initiator)
+		return -EOPNOTSUPP;
+	if (timeout_ms <= 0)
+		timeout_ms = agent->attr.cm_timeout_ms;
+	pthread_mutex_lock(&agent->lock);
+	if (peer->state == RDMAXFER_PEER_CONNECTED) {
+		pthread_mutex_unlock(&agent->lock);
+		return 0;
+	}
+	if (peer->state == RDMAXFER_PEER_CONNECTING) {
+		pthread_mutex_unlock(&agent->lock);
+		return -EINPROGRESS;
+	}
+	/* let the old QPs flush so every request of the peer completes */
+	rx_peer_fail(peer, peer->error ? peer->error : -ECONNRESET);
+	while (peer_active(peer)) {
+		if (!agent->thread_running)
+			rx_progress_locked(agent);
+		if (rx_block(agent, deadline))
+			break;
+	}
+	for (i = 0; i < peer->nqps; i++)
+		destroy_qp(&peer->qps[i]);
+	peer->nestablished = 0;
+	peer->state = RDMAXFER_PEER_CONNECTING;
+	peer->error = 0;
+	pthread_mutex_unlock(&agent->lock);
+
+	ret = connect_qps(peer, timeout_ms);
+	pthread_mutex_lock(&agent->lock);
+	if (!ret && peer->state != RDMAXFER_PEER_CONNECTED)
+		ret = peer->error ? peer->error : -ECONNRESET;
+	pthread_mutex_unlock(&agent->lock);
+	return ret;
+}
+
+static unsigned int peer_active(struct rdmaxfer_peer *peer)
+{
+	return peer->nreqs_active;
+}
+
+RX_EXPORT
+int rdmaxfer_peer_destroy(struct rdmaxfer_peer *peer)
+{
+	struct rdmaxfer_agent *agent;
+
+	if (!peer)
+		return -EINVAL;
+	agent = peer->agent;
+	pthread_mutex_lock(&agent->lock);
+	if (peer->nreqs) {
+		pthread_mutex_unlock(&agent->lock);
+		return -EBUSY;
+	}
+	rx_peer_free(peer);
+	pthread_mutex_unlock(&agent->lock);
+	return 0;
+}
+
+RX_EXPORT
+enum rdmaxfer_peer_state rdmaxfer_peer_state(const struct rdmaxfer_peer *peer)
+{
+	return peer->state;
+}
+
+RX_EXPORT
+uint64_t rdmaxfer_peer_id(const struct rdmaxfer_peer *peer)
+{
+	return peer->remote_id;
+}
+
+RX_EXPORT
+int rdmaxfer_peer_error(const struct rdmaxfer_peer *peer)
+{
+	return peer->error;
+}

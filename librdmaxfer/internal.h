@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * internal.h - librdmaxfer's private structures, shared by its files.
+ *
+ * One mutex per agent serialises everything that touches verbs state
+ * (posting, polling, CM events, peer lists); registration-cache calls are
+ * made outside it because a miss registers memory and may take
+ * milliseconds.  See rdmaxfer(7), "THREAD SAFETY".
+ */
+#ifndef RDMAXFER_INTERNAL_H
+#define RDMAXFER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <endian.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "rdmaxfer.h"
+
+#define RX_EXPORT	__attribute__((visibility("default")))
+
+#define RX_MAX_QPS		16
+#define RX_HELLO_MAGIC		0x48584452U	/* "RDXH" */
+#define RX_PROTO_VERSION	1
+/* every registration asks for everything, so one entry serves all uses */
+#define RX_ACCESS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+/* one scatter entry is 32 bits long; keep pieces well under it */
+#define RX_MAX_PIECE		(1U << 30)
+
+/*
+ * wr_id encoding: a pointer (or an index shifted by 3) in the low bits, a
+ * 3-bit tag, and the QP generation in the top 12 bits, so completions of a
+ * QP destroyed by a reconnect are recognised and dropped.
+ */
+enum rx_tag {
+	RX_TAG_SIGNALED = 0,	/* struct rx_slot *, signalled WR of a request */
+	RX_TAG_UNSIGNALED = 1,	/* struct rx_slot *, only seen on errors */
+	RX_TAG_SEND = 2,	/* notification send slot index */
+	RX_TAG_RECV = 3,	/* receive buffer index */
+};
+#define RX_TAG_MASK		7ULL
+#define RX_GEN_SHIFT		52
+#define RX_PTR_MASK		((1ULL << RX_GEN_SHIFT) - 1)
+
+struct rx_list {
+	struct rx_list *next, *prev;
+};
+
+static inline void rx_list_init(struct rx_list *l)
+{
+	l->next = l->prev = l;
+}
+
+static inline bool rx_list_empty(const struct rx_list *l)
+{
+	return l->next == l;
+}
+
+static inline void rx_list_add_tail(struct rx_list *l, struct rx_list *n)
+{
+	n->prev = l->prev;
+	n->next = l;
+	l->prev->next = n;
+	l->prev = n;
+}
+
+static inline void rx_list_del(struct rx_list *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	n->next = n->prev = n;
+}
+
+#define rx_container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* rdma_cm private data of a connect request (28 bytes, little-endian). */
+struct rx_hello {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t qp_index;
+	uint16_t nqps;
+	uint16_t reserved;
+	uint64_t agent_id;
+	uint64_t token;
+	uint32_t reserved2;
+} __attribute__((packed));
+
+/* rdma_cm private data of an accept. */
+struct rx_welcome {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t reserved;
+	uint64_t agent_id;
+} __attribute__((packed));
+
+struct rx_qp {
+	struct rdmaxfer_peer *peer;
+	struct rdma_cm_id *id;
+	struct ibv_qp *qp;
+	uint32_t qpn;
+	uint16_t index;
+	uint16_t gen;		/* bumped for every new QP in this slot */
+	bool established;
+	bool disconnecting;
+	uint32_t sq_used;	/* WRs posted and not yet retired */
+	uint32_t max_inline;
+	struct rx_list backlog;	/* struct rx_part waiting for SQ room */
+};
+
+struct rdmaxfer_peer {
+	struct rdmaxfer_agent *agent;
+	struct rx_list node;		/* agent->peers */
+	struct rx_list accept_node;	/* agent->accept_q while not handed out */
+	enum rdmaxfer_peer_state state;
+	int error;
+	bool initiator;
+	bool handed_out;
+	uint64_t remote_id;
+	uint64_t token;
+	char host[64];
+	uint16_t port;
+	unsigned int nqps;
+	unsigned int nestablished;
+	unsigned int rr;		/* next QP for unstriped requests */
+	unsigned int nreqs;		/* prepared requests alive */
+	unsigned int nreqs_active;	/* posted and not complete */
+	struct rx_qp qps[RX_MAX_QPS];
+};
+
+/* Per-WR bookkeeping; wr_id points here. */
+struct rx_slot {
+	struct rdmaxfer_req *req;
+	uint16_t qp;
+	uint32_t retire;	/* WRs this signalled completion retires */
+};
+
+/* The part of a request that goes to one QP. */
+struct rx_part {
+	struct rdmaxfer_req *req;
+	unsigned int qp;
+	struct ibv_send_wr *wrs;
+	struct rx_slot *slots;
+	int *base_flags;
+	uint32_t n;
+	uint32_t cursor;	/* next WR to post */
+	bool queued;
+	struct rx_list node;	/* qp->backlog */
+};
+
+enum rx_req_state {
+	RX_REQ_IDLE = 0,
+	RX_REQ_ACTIVE,
+	RX_REQ_DONE,
+	RX_REQ_FAILED,
+};
+
+struct rdmaxfer_req {
+	struct rdmaxfer_peer *peer;
+	struct rx_list node;		/* agent->reqs */
+	enum rdmaxfer_op op;
+	enum rx_req_state state;
+	int err;
+	int wc_status;			/* -1: none */
+	uint64_t bytes;
+
+	size_t nlocal;
+	struct rdmaxfer_iov *local;
+	struct regcache_entry **ents;	/* held from post to post */
+	uint32_t *wr_local;		/* WR -> local index (-1: none) */
+
+	uint32_t nwr;
+	struct ibv_send_wr *wrs;
+	struct ibv_sge *sges;
+	struct rx_slot *slots;
+	int *base_flags;
+	struct rx_part parts[RX_MAX_QPS];
+	unsigned int nparts;		/* parts[] used */
+	unsigned int unposted;		/* parts with WRs still to post */
+	uint32_t signals;		/* signalled WRs outstanding */
+
+	/* a notification after all data when the data spans several QPs */
+	bool notif_deferred;
+	bool notif_sent;
+	struct ibv_send_wr notif_wr;
+	struct rx_slot notif_slot;
+	int notif_flags;
+	struct rx_part notif_part;
+
+	/* atomics */
+	uint64_t *result;
+	struct ibv_sge atomic_sge;
+};
+
+struct rdmaxfer_mem {
+	struct rdmaxfer_agent *agent;
+	struct rx_list node;		/* agent->mems */
+	struct regcache_entry *entry;
+	uint8_t *addr;
+	size_t len;
+	enum rdmaxfer_mem_kind kind;
+	uint32_t rkey;
+};
+
+struct rx_notif_q {
+	struct rdmaxfer_notif *ring;
+	size_t cap, head, count;
+};
+
+struct rdmaxfer_agent {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* progress thread -> waiters */
+	struct rdmaxfer_agent_attr attr;
+	struct rdmaxfer_agent_info info;
+
+	struct ibv_context *ctx;	/* librdmacm's context of the device */
+	struct ibv_device_attr dev_attr;
+	struct ibv_port_attr port_attr;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *comp_ch;
+	struct ibv_cq *cq;
+	struct ibv_srq *srq;
+	struct rdma_event_channel *cm_ch;
+	struct rdma_cm_id *listen_id;
+	uint16_t listen_port;
+	char listen_host[48];
+	int listen_family;
+	uint8_t listen_addr[16];
+
+	struct regcache *cache;
+
+	uint8_t *recv_buf;
+	struct ibv_mr *recv_mr;
+	uint8_t *send_buf;
+	struct ibv_mr *send_mr;
+	uint32_t *send_free;		/* stack of free send slots */
+	uint32_t send_nfree;
+
+	struct rx_list peers;
+	struct rx_list reqs;
+	struct rx_list mems;
+	struct rx_list accept_q;
+	struct rx_notif_q notifs;
+	rdmaxfer_notif_fn notif_fn;
+	void *notif_user;
+	bool delivering;		/* a thread is running the callback */
+
+	uint32_t rd_atom;
+	bool cq_armed;
+
+	pthread_t thread;
+	bool thread_running;
+	bool stop;
+	int wake_fd;			/* eventfd to stop the thread */
+	uint64_t progress_gen;		/* bumped after every thread round */
+};
+
+/* agent.c */
+int rx_progress_locked(struct rdmaxfer_agent *agent);
+void rx_deliver_notifs(struct rdmaxfer_agent *agent);
+int rx_block(struct rdmaxfer_agent *agent, int64_t deadline_ns);
+int64_t rx_now_ns(void);
+int64_t rx_deadline(int timeout_ms);
+
+/* conn.c */
+int rx_cm_event_locked(struct rdmaxfer_agent *agent, struct rdma_cm_event *ev);
+void rx_peer_fail(struct rdmaxfer_peer *peer, int err);
+void rx_peer_free(struct rdmaxfer_peer *peer);
+struct rdmaxfer_peer *rx_peer_by_qpn(struct rdmaxfer_agent *agent,
+				     uint32_t qpn, unsigned int *qp_index);
+
+/* xfer.c */
+void rx_req_release(struct rdmaxfer_req *req);
+void rx_send_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc);
+void rx_flush_backlog(struct rx_qp *qp);
+void rx_fail_backlog(struct rx_qp *qp, int err);
+
+/* mem.c */
+void rx_mem_release(struct rdmaxfer_mem *mem);
+
+/* notif.c */
+int rx_post_recv(struct rdmaxfer_agent *agent, uint32_t index);
+void rx_recv_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc);
+void rx_send_slot_done(struct rdmaxfer_agent *agent, struct ibv_wc *wc);
+
+/* blob.c (no verbs: also built into the host tests and the fuzzer) */
+#define RX_MD_HDR_LEN		176
+#define RX_MD_DESC_LEN		24
+size_t rx_md_size(size_t ndescs);
+int rx_md_encode(const struct rdmaxfer_md *md, void *buf, size_t cap,
+		 size_t *lenp);
+
+/* error.c */
+int rx_wc_errno(enum ibv_wc_status status);
+
+static inline uint64_t rx_wr_id(const void *ptr, enum rx_tag tag, uint16_t gen)
+{
+	return ((uint64_t)(uintptr_t)ptr & RX_PTR_MASK & ~RX_TAG_MASK) |
+	       (uint64_t)tag | ((uint64_t)(gen & 0xfff) << RX_GEN_SHIFT);
+}
+
+#endif /* RDMAXFER_INTERNAL_H */

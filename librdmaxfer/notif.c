@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * notif.c - notifications: receive buffers, queue, callback, sends.
+ *
+ * The agent keeps one shared receive queue for all its QPs.  A
+ * notification is either an RDMA WRITE with immediate (value only, after a
+ * transfer's data) or a SEND with immediate carrying a payload of up to
+ * RDMAXFER_NOTIF_MSG_MAX bytes; each consumes one receive buffer, which is
+ * copied out and reposted at once.  Everything a peer notifies travels on
+ * its first QP, so a peer's notifications arrive in the order sent.  QPs
+ * are connected with infinite RNR retry: a receiver that runs out of
+ * buffers slows its senders down instead of failing them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include "internal.h"
+
+int rx_post_recv(struct rdmaxfer_agent *agent, uint32_t index)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)agent->recv_buf +
+			(size_t)index * RDMAXFER_NOTIF_MSG_MAX,
+		.length = RDMAXFER_NOTIF_MSG_MAX,
+		.lkey = agent->recv_mr->lkey,
+	};
+	struct ibv_recv_wr wr = {
+		.wr_id = ((uint64_t)index << 3) | RX_TAG_RECV,
+		.sg_list = &sge,
+		.num_sge = 1,
+	}, *bad;
+	int ret = ibv_post_srq_recv(agent->srq, &wr, &bad);
+
+	return ret > 0 ? -ret : ret;
+}
+
+static int notif_push(struct rx_notif_q *q, const struct rdmaxfer_notif *n)
+{
+	if (q->count == q->cap) {
+		size_t cap = q->cap ? q->cap * 2 : 64, i;
+		struct rdmaxfer_notif *ring = malloc(cap * sizeof(*ring));
+
+		if (!ring)
+			return -ENOMEM;
+		for (i = 0; i < q->count; i++)
+			ring[i] = q->ring[(q->head + i) % q->cap];
+		free(q->ring);
+		q->ring = ring;
+		q->cap = cap;
+		q->head = 0;
+	}
+	q->ring[(q->head + q->count) % q->cap] = *n;
+	q->count++;
+	return 0;
+}
+
+/* Lock held. */
+void rx_recv_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
+{
+	uint32_t index = (uint32_t)((wc->wr_id & RX_PTR_MASK) >> 3);
+	struct rdmaxfer_notif *n;
+	struct rdmaxfer_peer *peer;
+
+	if (wc->status != IBV_WC_SUCCESS)
+		goto repost;
+	peer = rx_peer_by_qpn(agent, wc->qp_num, NULL);
+	n = malloc(sizeof(*n));
+	if (!n)
+		goto repost;
+	memset(n, 0, offsetof(struct rdmaxfer_notif, data));
+	n->peer = peer;
+	n->peer_id = peer ? peer->remote_id : 0;
+	n->value = (wc->wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc->imm_data) : 0;
+	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+		n->type = RDMAXFER_NOTIF_IMM;
+	} else {
+		n->type = RDMAXFER_NOTIF_MSG;
+		n->len = wc->byte_len > RDMAXFER_NOTIF_MSG_MAX ?
+			 RDMAXFER_NOTIF_MSG_MAX : wc->byte_len;
+		memcpy(n->data, agent->recv_buf +
+		       (size_t)index * RDMAXFER_NOTIF_MSG_MAX, n->len);
+	}
+	notif_push(&agent->notifs, n);
+	free(n);
+repost:
+	rx_post_recv(agent, index);
+}
+
+/* Lock held: a notification send completed; its slot is free again. */
+void rx_send_slot_done(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
+{
+	uint32_t index = (uint32_t)((wc->wr_id & RX_PTR_MASK) >> 3);
+	uint16_t gen = (uint16_t)(wc->wr_id >> RX_GEN_SHIFT);
+	unsigned int qi;
+	struct rdmaxfer_peer *peer;
+
+	agent->send_free[agent->send_nfree++] = index;
+	peer = rx_peer_by_qpn(agent, wc->qp_num, &qi);
+	if (!peer || (peer->qps[qi].gen & 0xfff) != gen)
+		return;
+	if (peer->qps[qi].sq_used)
+		peer->qps[qi].sq_used--;
+	if (wc->status != IBV_WC_SUCCESS) {
+		if (wc->status != IBV_WC_WR_FLUSH_ERR)
+			rx_peer_fail(peer, rx_wc_errno(wc->status));
+	} else if (!rx_list_empty(&peer->qps[qi].backlog)) {
+		rx_flush_backlog(&peer->qps[qi]);
+	}
+}
+
+RX_EXPORT
+int rdmaxfer_notif_send(struct rdmaxfer_peer *peer, uint32_t value,
+			const void *msg, size_t len)
+{
+	struct rdmaxfer_agent *agent;
+	struct ibv_send_wr wr = { 0 }, *bad;
+	struct ibv_sge sge;
+	struct rx_qp *q;
+	uint32_t index;
+	uint8_t *slot;
+	int ret;
+
+	if (!peer || (len && !msg))
+		return -EINVAL;
+	if (len > RDMAXFER_NOTIF_MSG_MAX)
+		return -EMSGSIZE;
+	agent = peer->agent;
+	pthread_mutex_lock(&agent->lock);
+	if (peer->state != RDMAXFER_PEER_CONNECTED) {
+		ret = -ENOTCONN;
+		goto unlock;
+	}
+	q = &peer->qps[0];
+	if (!agent->send_nfree || q->sq_used >= agent->attr.sq_depth ||
+	    !rx_list_empty(&q->backlog)) {
+		if (!agent->thread_running)
+			rx_progress_locked(agent);
+		/* a queued request on QP 0 must not be overtaken */
+		if (!agent->send_nfree || q->sq_used >= agent->attr.sq_depth ||
+		    !rx_list_empty(&q->backlog)) {
+			ret = -EAGAIN;
+			goto unlock;
+		}
+	}
+	index = agent->send_free[--agent->send_nfree];
+	slot = agent->send_buf + (size_t)index * RDMAXFER_NOTIF_MSG_MAX;
+	if (len)
+		memcpy(slot, msg, len);
+	sge.addr = (uintptr_t)slot;
+	sge.length = (uint32_t)len;
+	sge.lkey = agent->send_mr->lkey;
+	wr.wr_id = ((uint64_t)index << 3) | RX_TAG_SEND |
+		   ((uint64_t)(q->gen & 0xfff) << RX_GEN_SHIFT);
+	wr.opcode = IBV_WR_SEND_WITH_IMM;
+	wr.imm_data = htonl(value);
+	wr.sg_list = len ? &sge : NULL;
+	wr.num_sge = len ? 1 : 0;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	if (len && len <= q->max_inline)
+		wr.send_flags |= IBV_SEND_INLINE;
+	ret = ibv_post_send(q->qp, &wr, &bad);
+	if (ret) {
+		agent->send_free[agent->send_nfree++] = index;
+		ret = ret > 0 ? -ret : ret;
+		goto unlock;
+	}
+	q->sq_used++;
+unlock:
+	pthread_mutex_unlock(&agent->lock);
+	return ret;
+}
+
+static size_t take_notifs(struct rdmaxfer_agent *agent,
+			  struct rdmaxfer_notif *out, size_t max)
+{
+	struct rx_notif_q *q = &agent->notifs;
+	size_t n = 0;
+
+	while (n < max && q->count) {
+		out[n++] = q->ring[q->head];
+		q->head = (q->head + 1) % q->cap;
+		q->count--;
+	}
+	return n;
+}
+
+RX_EXPORT
+int rdmaxfer_get_notifs(struct rdmaxfer_agent *agent,
+			struct rdmaxfer_notif *notifs, size_t max)
+{
+	size_t n;
+
+	if (!agent || (max && !notifs))
+		return -EINVAL;
+	pthread_mutex_lock(&agent->lock);
+	if (!agent->thread_running)
+		rx_progress_locked(agent);
+	n = agent->notif_fn ? 0 : take_notifs(agent, notifs, max);
+	pthread_mutex_unlock(&agent->lock);
+	if (agent->notif_fn)
+		rx_deliver_notifs(agent);
+	return (int)n;
+}
+
+RX_EXPORT
+int rdmaxfer_wait_notifs(struct rdmaxfer_agent *agent,
+			 struct rdmaxfer_notif *notifs, size_t max,
+			 int timeout_ms)
+{
+	int64_t deadline = rx_deadline(timeout_ms);
+	size_t n = 0;
+	int ret = 0;
+
+	if (!agent || !max || !notifs)
+		return -EINVAL;
+	pthread_mutex_lock(&agent->lock);
+	for (;;) {
+		if (!agent->thread_running)
+			rx_progress_locked(agent);
+		n = agent->notif_fn ? 0 : take_notifs(agent, notifs, max);
+		if (n)
+			break;
+		ret = rx_block(agent, deadline);
+		if (ret)
+			break;
+	}
+	pthread_mutex_unlock(&agent->lock);
+	return n ? (int)n : ret;
+}
+
+RX_EXPORT
+int rdmaxfer_set_notif_cb(struct rdmaxfer_agent *agent, rdmaxfer_notif_fn fn,
+			  void *user)
+{
+	if (!agent)
+		return -EINVAL;
+	pthread_mutex_lock(&agent->lock);
+	agent->notif_fn = fn;
+	agent->notif_user = user;
+	pthread_mutex_unlock(&agent->lock);
+	rx_deliver_notifs(agent);
+	return 0;
+}

@@ -1,0 +1,695 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * xfer.c - prepared requests: READ/WRITE lists and atomics.
+ *
+ * Preparing builds every work request once: pairs are split at the port's
+ * max message size (and at 1 GiB, the reach of one scatter entry), large
+ * requests are striped over the peer's QPs, and the WRs of each QP form
+ * one linked list.  Posting re-takes the local registrations from the
+ * cache (a hit unless the memory changed, which is what makes munmap +
+ * mmap between posts safe), then posts each QP's list with one
+ * ibv_post_send.  Only the last WR of a batch is signalled, plus one every
+ * signal_interval WRs so a long list retires SQ slots as it goes; when the
+ * send queue is full the rest waits in the QP's backlog and the progress
+ * engine posts it as slots retire, so posting never fails for lack of room.
+ *
+ * Ordering: WRs of one QP execute in order; a request striped over QPs has
+ * no order between its pieces; its notification is sent only after all
+ * its data completed (one QP: appended to the list, fenced after READs).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include "internal.h"
+
+#define STRIPE_MIN_PIECE	4096
+
+static void req_set_error(struct rdmaxfer_req *req, int err, int wc_status)
+{
+	/* keep the first cause; a flush is only collateral */
+	if (req->err && req->wc_status != IBV_WC_WR_FLUSH_ERR)
+		return;
+	if (req->err && wc_status == IBV_WC_WR_FLUSH_ERR)
+		return;
+	req->err = err;
+	req->wc_status = wc_status;
+}
+
+static void enqueue_part(struct rx_part *part)
+{
+	struct rx_qp *q = &part->req->peer->qps[part->qp];
+
+	part->cursor = 0;
+	part->queued = true;
+	part->req->unposted++;
+	rx_list_add_tail(&q->backlog, &part->node);
+}
+
+static void req_check_done(struct rdmaxfer_req *req)
+{
+	struct rdmaxfer_peer *peer = req->peer;
+
+	if (req->state != RX_REQ_ACTIVE || req->unposted || req->signals)
+		return;
+	if (!req->err && req->notif_deferred && !req->notif_sent) {
+		req->notif_sent = true;
+		req->notif_part.qp = 0;
+		enqueue_part(&req->notif_part);
+		rx_flush_backlog(&peer->qps[0]);
+		return;
+	}
+	req->state = req->err ? RX_REQ_FAILED : RX_REQ_DONE;
+	peer->nreqs_active--;
+}
+
+static void part_dequeue(struct rx_part *part)
+{
+	rx_list_del(&part->node);
+	part->queued = false;
+	part->req->unposted--;
+}
+
+/* Lock held: fail every part waiting for room on this QP. */
+void rx_fail_backlog(struct rx_qp *q, int err)
+{
+	while (!rx_list_empty(&q->backlog)) {
+		struct rx_part *part = rx_container_of(q->backlog.next,
+						       struct rx_part, node);
+		struct rdmaxfer_req *req = part->req;
+
+		part_dequeue(part);
+		req_set_error(req, err, -1);
+		req_check_done(req);
+	}
+}
+
+/* Lock held: post what fits of the QP's backlog, oldest first. */
+void rx_flush_backlog(struct rx_qp *q)
+{
+	struct rdmaxfer_agent *agent = q->peer->agent;
+	uint32_t interval = agent->attr.signal_interval;
+
+	while (!rx_list_empty(&q->backlog)) {
+		struct rx_part *part = rx_container_of(q->backlog.next,
+						       struct rx_part, node);
+		struct rdmaxfer_req *req = part->req;
+		uint32_t room = agent->attr.sq_depth - q->sq_used;
+		uint32_t k, i, since = 0, end;
+		struct ibv_send_wr *bad = NULL, *last, *saved;
+		int ret;
+
+		if (!q->qp || q->peer->state != RDMAXFER_PEER_CONNECTED) {
+			rx_fail_backlog(q, q->peer->error ? q->peer->error :
+							    -ENOTCONN);
+			return;
+		}
+		if (!room)
+			return;
+		k = part->n - part->cursor;
+		if (k > room)
+			k = room;
+		end = part->cursor + k;
+		for (i = part->cursor; i < end; i++) {
+			struct ibv_send_wr *wr = &part->wrs[i];
+			struct rx_slot *slot = &part->slots[i];
+			int flags = part->base_flags[i];
+
+			if (++since >= interval || i == end - 1) {
+				flags |= IBV_SEND_SIGNALED;
+				slot->retire = since;
+				since = 0;
+				wr->wr_id = rx_wr_id(slot, RX_TAG_SIGNALED, q->gen);
+			} else {
+				wr->wr_id = rx_wr_id(slot, RX_TAG_UNSIGNALED,
+						     q->gen);
+			}
+			slot->qp = q->index;
+			wr->send_flags = (unsigned int)flags;
+		}
+		last = &part->wrs[end - 1];
+		saved = last->next;
+		last->next = NULL;
+		ret = ibv_post_send(q->qp, &part->wrs[part->cursor], &bad);
+		last->next = saved;
+		if (ret) {
+			uint32_t posted = bad ? (uint32_t)(bad -
+					&part->wrs[part->cursor]) : 0;
+
+			for (i = part->cursor; i < end; i++)
+				if (i < part->cursor + posted &&
+				    (part->wrs[i].send_flags & IBV_SEND_SIGNALED))
+					req->signals++;
+			q->sq_used += posted;
+			part_dequeue(part);
+			req_set_error(req, ret > 0 ? -ret : ret, -1);
+			/* fails the other parts and flushes what was posted */
+			rx_peer_fail(q->peer, ret > 0 ? -ret : ret);
+			req_check_done(req);
+			return;
+		}
+		for (i = part->cursor; i < end; i++)
+			if (part->wrs[i].send_flags & IBV_SEND_SIGNALED)
+				req->signals++;
+		q->sq_used += k;
+		part->cursor = end;
+		if (part->cursor < part->n)
+			return;		/* SQ full: resume on completions */
+		part_dequeue(part);
+	}
+}
+
+/* Lock held: a completion of a request's WR. */
+void rx_send_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
+{
+	uint64_t id = wc->wr_id;
+	struct rx_slot *slot = (struct rx_slot *)(uintptr_t)
+			       (id & RX_PTR_MASK & ~RX_TAG_MASK);
+	uint16_t gen = (uint16_t)(id >> RX_GEN_SHIFT);
+	struct rdmaxfer_req *req = slot->req;
+	struct rdmaxfer_peer *peer = req->peer;
+	struct rx_qp *q = &peer->qps[slot->qp];
+
+	/* a completion of a QP a reconnect destroyed: its request is gone */
+	if ((q->gen & 0xfff) != gen || q->qpn != wc->qp_num)
+		return;
+	if (wc->status != IBV_WC_SUCCESS) {
+		int err = rx_wc_errno(wc->status);
+
+		if (wc->status == IBV_WC_WR_FLUSH_ERR &&
+		    peer->state == RDMAXFER_PEER_DISCONNECTED)
+			err = -ECONNRESET;
+		req_set_error(req, err, wc->status);
+		if (wc->status != IBV_WC_WR_FLUSH_ERR)
+			rx_peer_fail(peer, err);
+	}
+	if ((id & RX_TAG_MASK) == RX_TAG_SIGNALED) {
+		q->sq_used -= slot->retire <= q->sq_used ? slot->retire :
+							   q->sq_used;
+		req->signals--;
+	}
+	req_check_done(req);
+	if (wc->status == IBV_WC_SUCCESS && !rx_list_empty(&q->backlog))
+		rx_flush_backlog(q);
+}
+
+static int req_alloc(struct rdmaxfer_req **reqp, size_t nlocal, uint32_t nwr)
+{
+	struct rdmaxfer_req *req = calloc(1, sizeof(*req));
+
+	if (!req)
+		return -ENOMEM;
+	req->local = calloc(nlocal, sizeof(*req->local));
+	req->ents = calloc(nlocal, sizeof(*req->ents));
+	req->wr_local = calloc(nwr, sizeof(*req->wr_local));
+	req->wrs = calloc(nwr, sizeof(*req->wrs));
+	req->sges = calloc(nwr, sizeof(*req->sges));
+	req->slots = calloc(nwr, sizeof(*req->slots));
+	req->base_flags = calloc(nwr, sizeof(*req->base_flags));
+	if (!req->local || !req->ents || !req->wr_local || !req->wrs ||
+	    !req->sges || !req->slots || !req->base_flags) {
+		free(req->local);
+		free(req->ents);
+		free(req->wr_local);
+		free(req->wrs);
+		free(req->sges);
+		free(req->slots);
+		free(req->base_flags);
+		free(req);
+		return -ENOMEM;
+	}
+	req->nlocal = nlocal;
+	req->nwr = nwr;
+	req->wc_status = -1;
+	rx_list_init(&req->node);
+	*reqp = req;
+	return 0;
+}
+
+static void req_register(struct rdmaxfer_req *req)
+{
+	struct rdmaxfer_agent *agent = req->peer->agent;
+	unsigned int i;
+
+	for (i = 0; i < req->nparts; i++) {
+		struct rx_part *p = &req->parts[i];
+		uint32_t k;
+
+		for (k = 0; k < p->n; k++) {
+			p->slots[k].req = req;
+			p->slots[k].qp = (uint16_t)p->qp;
+			p->wrs[k].next = k + 1 < p->n ? &p->wrs[k + 1] : NULL;
+		}
+	}
+	req->notif_slot.req = req;
+	req->notif_part.req = req;
+	req->notif_part.n = 1;
+	req->notif_part.wrs = &req->notif_wr;
+	req->notif_part.slots = &req->notif_slot;
+	req->notif_part.base_flags = &req->notif_flags;
+	rx_list_init(&req->notif_part.node);
+	pthread_mutex_lock(&agent->lock);
+	req->peer->nreqs++;
+	rx_list_add_tail(&agent->reqs, &req->node);
+	pthread_mutex_unlock(&agent->lock);
+}
+
+static int check_remote(const struct rdmaxfer_desc *d)
+{
+	if (d->kind >= RDMAXFER_MEM_ODP && d->kind <= RDMAXFER_MEM_DMABUF)
+		return -EOPNOTSUPP;
+	if (d->kind != RDMAXFER_MEM_HOST)
+		return -EINVAL;
+	if (d->addr + d->len < d->addr)
+		return -EINVAL;
+	return 0;
+}
+
+RX_EXPORT
+int rdmaxfer_xfer_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
+			  const struct rdmaxfer_iov *local, size_t nlocal,
+			  const struct rdmaxfer_desc *remote, size_t nremote,
+			  const struct rdmaxfer_xfer_notif *notif,
+			  struct rdmaxfer_req **reqp)
+{
+	struct rdmaxfer_agent *agent;
+	uint32_t count[RX_MAX_QPS] = { 0 }, off[RX_MAX_QPS], fill[RX_MAX_QPS];
+	uint64_t total = 0, piece, maxp;
+	unsigned int nqps, q, fixed_qp = 0, rr = 0;
+	struct rdmaxfer_req *req;
+	bool striped, chained;
+	uint32_t nwr = 0;
+	size_t i;
+	int ret;
+
+	if (!peer || !local || !remote || !reqp || !nlocal ||
+	    nlocal != nremote)
+		return -EINVAL;
+	if (op != RDMAXFER_OP_READ && op != RDMAXFER_OP_WRITE)
+		return -EINVAL;
+	agent = peer->agent;
+	for (i = 0; i < nlocal; i++) {
+		if (!local[i].addr || !local[i].len ||
+		    local[i].len != remote[i].len)
+			return -EINVAL;
+		ret = check_remote(&remote[i]);
+		if (ret)
+			return ret;
+		total += local[i].len;
+	}
+	nqps = peer->nqps;
+	striped = nqps > 1 && total >= agent->attr.stripe_threshold;
+	maxp = agent->info.max_msg_size ? agent->info.max_msg_size :
+					  RX_MAX_PIECE;
+	if (maxp > RX_MAX_PIECE)
+		maxp = RX_MAX_PIECE;
+	piece = maxp;
+	if (striped) {
+		uint64_t share = (total + nqps - 1) / nqps;
+
+		if (share < STRIPE_MIN_PIECE)
+			share = STRIPE_MIN_PIECE;
+		if (share < piece)
+			piece = share;
+	} else if (!notif) {
+		pthread_mutex_lock(&agent->lock);
+		fixed_qp = peer->rr++ % nqps;
+		pthread_mutex_unlock(&agent->lock);
+	}
+	chained = notif && !striped;
+
+	/* pass 1: count WRs per QP */
+	for (i = 0; i < nlocal; i++) {
+		uint64_t n = (local[i].len + piece - 1) / piece;
+
+		if (!striped) {
+			count[fixed_qp] += (uint32_t)n;
+			continue;
+		}
+		while (n--) {
+			count[rr]++;
+			rr = (rr + 1) % nqps;
+		}
+	}
+	if (chained)
+		count[fixed_qp]++;
+	for (q = 0; q < nqps; q++) {
+		off[q] = nwr;
+		fill[q] = nwr;
+		nwr += count[q];
+	}
+	ret = req_alloc(&req, nlocal, nwr);
+	if (ret)
+		return ret;
+	req->peer = peer;
+	req->op = op;
+	req->bytes = total;
+	memcpy(req->local, local, nlocal * sizeof(*local));
+
+	/* pass 2: build */
+	rr = 0;
+	for (i = 0; i < nlocal; i++) {
+		uint64_t done = 0;
+
+		while (done < local[i].len) {
+			uint64_t len = local[i].len - done;
+			uint32_t w;
+			struct ibv_send_wr *wr;
+
+			if (len > piece)
+				len = piece;
+			q = striped ? rr : fixed_qp;
+			rr = (rr + 1) % nqps;
+			w = fill[q]++;
+			wr = &req->wrs[w];
+			req->sges[w].addr = (uintptr_t)local[i].addr + done;
+			req->sges[w].length = (uint32_t)len;
+			wr->sg_list = &req->sges[w];
+			wr->num_sge = 1;
+			wr->opcode = op == RDMAXFER_OP_WRITE ?
+				     IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+			wr->wr.rdma.remote_addr = remote[i].addr + done;
+			wr->wr.rdma.rkey = remote[i].rkey;
+			if (op == RDMAXFER_OP_WRITE &&
+			    len <= agent->info.max_inline)
+				req->base_flags[w] = IBV_SEND_INLINE;
+			req->wr_local[w] = (uint32_t)i;
+			done += len;
+		}
+	}
+	if (notif) {
+		struct ibv_send_wr *wr;
+		int flags = op == RDMAXFER_OP_READ ? IBV_SEND_FENCE : 0;
+
+		if (chained) {
+			uint32_t w = fill[fixed_qp]++;
+
+			wr = &req->wrs[w];
+			req->base_flags[w] = flags;
+			req->wr_local[w] = UINT32_MAX;
+		} else {
+			wr = &req->notif_wr;
+			req->notif_flags = 0;
+			req->notif_deferred = true;
+		}
+		/* zero-length: the address and key are not checked */
+		wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		wr->num_sge = 0;
+		wr->imm_data = htonl(notif->value);
+		wr->wr.rdma.remote_addr = remote[0].addr;
+		wr->wr.rdma.rkey = remote[0].rkey;
+	}
+	for (q = 0; q < nqps; q++) {
+		struct rx_part *p;
+
+		if (!count[q])
+			continue;
+		p = &req->parts[req->nparts++];
+		p->req = req;
+		p->qp = q;
+		p->wrs = &req->wrs[off[q]];
+		p->slots = &req->slots[off[q]];
+		p->base_flags = &req->base_flags[off[q]];
+		p->n = count[q];
+		rx_list_init(&p->node);
+	}
+	req_register(req);
+	*reqp = req;
+	return 0;
+}
+
+RX_EXPORT
+int rdmaxfer_atomic_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
+			    const struct rdmaxfer_desc *remote,
+			    uint64_t offset, uint64_t operand, uint64_t swap,
+			    uint64_t *result, struct rdmaxfer_req **reqp)
+{
+	struct rdmaxfer_agent *agent;
+	struct rdmaxfer_req *req;
+	struct ibv_send_wr *wr;
+	uint64_t addr;
+	int ret;
+
+	if (!peer || !remote || !result || !reqp)
+		return -EINVAL;
+	if (op != RDMAXFER_OP_FADD && op != RDMAXFER_OP_CSWAP)
+		return -EINVAL;
+	ret = check_remote(remote);
+	if (ret)
+		return ret;
+	if (offset > remote->len || remote->len - offset < 8)
+		return -ERANGE;
+	addr = remote->addr + offset;
+	if ((addr & 7) || ((uintptr_t)result & 7))
+		return -EINVAL;
+	agent = peer->agent;
+	ret = req_alloc(&req, 1, 1);
+	if (ret)
+		return ret;
+	req->peer = peer;
+	req->op = op;
+	req->bytes = 8;
+	req->result = result;
+	req->local[0].addr = result;
+	req->local[0].len = 8;
+	wr = &req->wrs[0];
+	req->sges[0].addr = (uintptr_t)result;
+	req->sges[0].length = 8;
+	wr->sg_list = &req->sges[0];
+	wr->num_sge = 1;
+	wr->opcode = op == RDMAXFER_OP_FADD ? IBV_WR_ATOMIC_FETCH_AND_ADD :
+					      IBV_WR_ATOMIC_CMP_AND_SWP;
+	wr->wr.atomic.remote_addr = addr;
+	wr->wr.atomic.rkey = remote->rkey;
+	wr->wr.atomic.compare_add = operand;
+	wr->wr.atomic.swap = swap;
+	pthread_mutex_lock(&agent->lock);
+	req->parts[0].qp = peer->rr++ % peer->nqps;
+	pthread_mutex_unlock(&agent->lock);
+	req->parts[0].req = req;
+	req->parts[0].wrs = req->wrs;
+	req->parts[0].slots = req->slots;
+	req->parts[0].base_flags = req->base_flags;
+	req->parts[0].n = 1;
+	rx_list_init(&req->parts[0].node);
+	req->nparts = 1;
+	req_register(req);
+	*reqp = req;
+	return 0;
+}
+
+RX_EXPORT
+int rdmaxfer_atomic_set(struct rdmaxfer_req *req, uint64_t operand,
+			uint64_t swap)
+{
+	if (!req || (req->op != RDMAXFER_OP_FADD &&
+		     req->op != RDMAXFER_OP_CSWAP))
+		return -EINVAL;
+	if (req->state == RX_REQ_ACTIVE)
+		return -EBUSY;
+	req->wrs[0].wr.atomic.compare_add = operand;
+	req->wrs[0].wr.atomic.swap = swap;
+	return 0;
+}
+
+/*
+ * Take the local registrations for this post.  A new reference is taken
+ * before the old one is dropped, so an unchanged buffer stays a hit; a
+ * buffer whose memory was unmapped and mapped again gets a fresh
+ * registration with a fresh lkey.
+ */
+static int req_take_regs(struct rdmaxfer_req *req)
+{
+	struct regcache *cache = req->peer->agent->cache;
+	bool changed = false;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < req->nlocal; i++) {
+		struct regcache_entry *e;
+
+		ret = regcache_get(cache, req->local[i].addr, req->local[i].len,
+				   RX_ACCESS, &e);
+		if (ret)
+			return ret;
+		if (req->ents[i]) {
+			if (regcache_entry_handle(req->ents[i]) !=
+			    regcache_entry_handle(e))
+				changed = true;
+			regcache_put(cache, req->ents[i]);
+		} else {
+			changed = true;
+		}
+		req->ents[i] = e;
+	}
+	if (!changed)
+		return 0;
+	for (i = 0; i < req->nwr; i++) {
+		uint32_t l = req->wr_local[i];
+
+		if (l == UINT32_MAX || !req->wrs[i].num_sge)
+			continue;
+		req->sges[i].lkey = ((struct ibv_mr *)
+				     regcache_entry_handle(req->ents[l]))->lkey;
+	}
+	return 0;
+}
+
+RX_EXPORT
+int rdmaxfer_req_post(struct rdmaxfer_req *req)
+{
+	struct rdmaxfer_peer *peer;
+	struct rdmaxfer_agent *agent;
+	unsigned int i;
+	int ret;
+
+	if (!req)
+		return -EINVAL;
+	if (req->state == RX_REQ_ACTIVE)
+		return -EBUSY;
+	peer = req->peer;
+	agent = peer->agent;
+	if (peer->state != RDMAXFER_PEER_CONNECTED)
+		return -ENOTCONN;
+	ret = req_take_regs(req);
+	if (ret)
+		return ret;
+	/* the atomic's result buffer is the only local iov of an atomic */
+	pthread_mutex_lock(&agent->lock);
+	if (peer->state != RDMAXFER_PEER_CONNECTED) {
+		pthread_mutex_unlock(&agent->lock);
+		return -ENOTCONN;
+	}
+	req->err = 0;
+	req->wc_status = -1;
+	req->signals = 0;
+	req->unposted = 0;
+	req->notif_sent = false;
+	req->state = RX_REQ_ACTIVE;
+	peer->nreqs_active++;
+	for (i = 0; i < req->nparts; i++)
+		enqueue_part(&req->parts[i]);
+	for (i = 0; i < req->nparts; i++)
+		rx_flush_backlog(&peer->qps[req->parts[i].qp]);
+	pthread_mutex_unlock(&agent->lock);
+	return 0;
+}
+
+static int req_result(const struct rdmaxfer_req *req)
+{
+	switch (req->state) {
+	case RX_REQ_IDLE:
+		return -EALREADY;
+	case RX_REQ_ACTIVE:
+		return -EINPROGRESS;
+	case RX_REQ_DONE:
+		return 0;
+	default:
+		return req->err ? req->err : -EIO;
+	}
+}
+
+RX_EXPORT
+int rdmaxfer_req_test(struct rdmaxfer_req *req)
+{
+	struct rdmaxfer_agent *agent;
+	int ret;
+
+	if (!req)
+		return -EINVAL;
+	agent = req->peer->agent;
+	pthread_mutex_lock(&agent->lock);
+	if (req->state == RX_REQ_ACTIVE && !agent->thread_running)
+		rx_progress_locked(agent);
+	ret = req_result(req);
+	pthread_mutex_unlock(&agent->lock);
+	if (agent->notifs.count && agent->notif_fn)
+		rx_deliver_notifs(agent);
+	return ret;
+}
+
+RX_EXPORT
+int rdmaxfer_req_wait(struct rdmaxfer_req *req, int timeout_ms)
+{
+	struct rdmaxfer_agent *agent;
+	int64_t deadline = rx_deadline(timeout_ms);
+	int ret;
+
+	if (!req)
+		return -EINVAL;
+	agent = req->peer->agent;
+	pthread_mutex_lock(&agent->lock);
+	for (;;) {
+		if (req->state == RX_REQ_ACTIVE && !agent->thread_running)
+			rx_progress_locked(agent);
+		if (req->state != RX_REQ_ACTIVE) {
+			ret = req_result(req);
+			break;
+		}
+		ret = rx_block(agent, deadline);
+		if (ret)
+			break;
+	}
+	pthread_mutex_unlock(&agent->lock);
+	if (agent->notif_fn)
+		rx_deliver_notifs(agent);
+	return ret;
+}
+
+/* Free a request's memory (lock not needed: the agent is going away, or
+ * the request was unlinked). */
+void rx_req_release(struct rdmaxfer_req *req)
+{
+	struct regcache *cache = req->peer->agent->cache;
+	size_t i;
+
+	rx_list_del(&req->node);
+	for (i = 0; i < req->nlocal; i++)
+		if (req->ents[i])
+			regcache_put(cache, req->ents[i]);
+	free(req->local);
+	free(req->ents);
+	free(req->wr_local);
+	free(req->wrs);
+	free(req->sges);
+	free(req->slots);
+	free(req->base_flags);
+	free(req);
+}
+
+RX_EXPORT
+int rdmaxfer_req_free(struct rdmaxfer_req *req)
+{
+	struct rdmaxfer_agent *agent;
+
+	if (!req)
+		return -EINVAL;
+	agent = req->peer->agent;
+	pthread_mutex_lock(&agent->lock);
+	if (req->state == RX_REQ_ACTIVE) {
+		pthread_mutex_unlock(&agent->lock);
+		return -EBUSY;
+	}
+	req->peer->nreqs--;
+	rx_list_del(&req->node);
+	pthread_mutex_unlock(&agent->lock);
+	rx_req_release(req);
+	return 0;
+}
+
+RX_EXPORT
+uint64_t rdmaxfer_req_bytes(const struct rdmaxfer_req *req)
+{
+	return req ? req->bytes : 0;
+}
+
+RX_EXPORT
+const char *rdmaxfer_req_strerror(const struct rdmaxfer_req *req)
+{
+	if (!req)
+		return rdmaxfer_strerror(-EINVAL);
+	if (req->wc_status > 0)
+		return ibv_wc_status_str((enum ibv_wc_status)req->wc_status);
+	return rdmaxfer_strerror(req_result(req));
+}

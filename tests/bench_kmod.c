@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * bench_kmod.c - what regcache.ko costs (a benchmark, not a test).
+ *
+ *  churn     mmap + touch + munmap of one page, in a process that watches
+ *            10^4 unrelated ranges vs one that has never opened the device
+ *            (so its mm has no notifier at all); sides interleaved, each
+ *            repetition in a fresh process, median ratio reported.
+ *  watch     WATCH + UNWATCH per call, single ioctls vs WATCH_BATCH.
+ *  inval     munmap of a watched page vs an unwatched one, and how many
+ *            loads after munmap returned it took to see the slot change
+ *            (always 0: the callback ran before munmap returned; the
+ *            battery asserts it).
+ *
+ * Output: "key value" lines on stdout and, when RC_RESULTS is set, in
+ * $RC_RESULTS/bench_kmod-$RC_KERNEL.txt.  Knobs: BENCH_REPS (5),
+ * BENCH_CHURN (20000), BENCH_WATCHES (10000).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test_kmod_util.h"
+
+static long pg;
+static FILE *out;
+
+static double now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static void report(const char *key, double v)
+{
+	printf("%s %.1f\n", key, v);
+	if (out)
+		fprintf(out, "%s %.1f\n", key, v);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ns per mmap+touch+munmap, measured in a child; watches unrelated ranges first if asked. */
+static double churn_in_child(long iters, long watches)
+{
+	int pfd[2];
+	double r = -1;
+	pid_t pid;
+
+	if (pipe(pfd))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		struct kt_ctx c;
+		char *keep = NULL, *p;
+		double t0, res;
+		long i;
+
+		if (watches) {
+			struct regcache_watch_batch b = { 0 };
+			struct regcache_watch *w;
+			long done = 0, n;
+
+			keep = kt_map_pages(watches);
+			w = calloc(REGCACHE_BATCH_MAX, sizeof(*w));
+			if (!keep || !w || kt_open(&c, 0, true))
+				_exit(1);
+			while (done < watches) {
+				n = watches - done < REGCACHE_BATCH_MAX ? watches - done : REGCACHE_BATCH_MAX;
+				for (i = 0; i < n; i++) {
+					memset(&w[i], 0, sizeof(w[i]));
+					w[i].addr = (uintptr_t)(keep + (done + i) * pg);
+					w[i].len = pg;
+					w[i].cookie = done + i;
+				}
+				b.watches = (uintptr_t)w;
+				b.count = n;
+				if (kt_ioctl(c.fd, REGCACHE_IOC_WATCH_BATCH, &b))
+					_exit(2);
+				done += n;
+			}
+		}
+		t0 = now_ns();
+		for (i = 0; i < iters; i++) {
+			p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (p == MAP_FAILED)
+				_exit(3);
+			p[0] = 1;
+			munmap(p, pg);
+		}
+		res = (now_ns() - t0) / iters;
+		if (write(pfd[1], &res, sizeof(res)) != sizeof(res))
+			_exit(4);
+		_exit(0);
+	}
+	close(pfd[1]);
+	if (read(pfd[0], &r, sizeof(r)) != sizeof(r))
+		r = -1;
+	close(pfd[0]);
+	waitpid(pid, NULL, 0);
+	return r;
+}
+
+static void bench_churn(int reps, long iters, long watches)
+{
+	double base[64], with[64], ratio[64];
+	int i;
+
+	for (i = 0; i < reps; i++) {
+		base[i] = churn_in_child(iters, 0);
+		with[i] = churn_in_child(iters, watches);
+		ratio[i] = with[i] / base[i];
+	}
+	report("churn_ns_no_context_median", median(base, reps));
+	report("churn_ns_10k_watches_median", median(with, reps));
+	printf("churn_ratio_median %.3f\n", median(ratio, reps));
+	if (out)
+		fprintf(out, "churn_ratio_median %.3f\n", median(ratio, reps));
+}
+
+static void bench_watch(int reps, long n)
+{
+	struct regcache_watch *w = calloc(n, sizeof(*w));
+	double single_w[64], single_u[64], batch_w[64];
+	struct kt_ctx c;
+	char *mem = kt_map_pages(n);
+	long i, done, k;
+	double t0;
+	int r;
+
+	if (!w || !mem || kt_open(&c, 0, true)) {
+		fprintf(stderr, "bench_watch: setup failed\n");
+		return;
+	}
+	for (r = 0; r < reps; r++) {
+		t0 = now_ns();
+		for (i = 0; i < n; i++)
+			if (kt_watch(&c, mem + i * pg, pg, i, pg, &w[i].slot, NULL))
+				break;
+		single_w[r] = (now_ns() - t0) / n;
+		t0 = now_ns();
+		for (i = 0; i < n; i++)
+			kt_unwatch(&c, w[i].slot, i);
+		single_u[r] = (now_ns() - t0) / n;
+
+		for (i = 0; i < n; i++) {
+			memset(&w[i], 0, sizeof(w[i]));
+			w[i].addr = (uintptr_t)(mem + i * pg);
+			w[i].len = pg;
+			w[i].cookie = i;
+		}
+		t0 = now_ns();
+		for (done = 0; done < n; done += k) {
+			struct regcache_watch_batch b = { 0 };
+
+			k = n - done < REGCACHE_BATCH_MAX ? n - done : REGCACHE_BATCH_MAX;
+			b.watches = (uintptr_t)(w + done);
+			b.count = k;
+			if (kt_ioctl(c.fd, REGCACHE_IOC_WATCH_BATCH, &b))
+				break;
+		}
+		batch_w[r] = (now_ns() - t0) / n;
+		kt_ioctl(c.fd, REGCACHE_IOC_UNWATCH_ALL, NULL);
+	}
+	report("watch_ns_per_call_single", median(single_w, reps));
+	report("unwatch_ns_per_call_single", median(single_u, reps));
+	report("watch_ns_per_range_batched", median(batch_w, reps));
+	kt_close(&c);
+	munmap(mem, n * pg);
+	free(w);
+}
+
+static void bench_inval(int reps, long n)
+{
+	double watched[64], plain[64];
+	long i, late = 0;
+	struct kt_ctx c;
+	uint32_t slot;
+	double t0, tw;
+	char *p;
+	int r;
+
+	if (kt_open(&c, 0, true))
+		return;
+	for (r = 0; r < reps; r++) {
+		tw = 0;
+		for (i = 0; i < n; i++) {
+			p = kt_map_pages(1);
+			kt_watch(&c, p, pg, i, pg, &slot, NULL);
+			t0 = now_ns();
+			munmap(p, pg);
+			tw += now_ns() - t0;
+			if (kt_slot(&c, slot) & REGCACHE_SLOT_ACTIVE)
+				late++;
+			kt_unwatch(&c, slot, i);
+		}
+		watched[r] = tw / n;
+		kt_ioctl(c.fd, REGCACHE_IOC_FLUSH, NULL);
+		tw = 0;
+		for (i = 0; i < n; i++) {
+			p = kt_map_pages(1);
+			t0 = now_ns();
+			munmap(p, pg);
+			tw += now_ns() - t0;
+		}
+		plain[r] = tw / n;
+	}
+	report("munmap_ns_watched_page", median(watched, reps));
+	report("munmap_ns_unwatched_page", median(plain, reps));
+	report("slot_changes_seen_late", late);
+	kt_close(&c);
+}
+
+int main(void)
+{
+	int reps = (int)kt_env_long("BENCH_REPS", 5);
+	long churn = kt_env_long("BENCH_CHURN", 20000);
+	long watches = kt_env_long("BENCH_WATCHES", 10000);
+	const char *dir = getenv("RC_RESULTS");
+	char path[512];
+
+	pg = sysconf(_SC_PAGESIZE);
+	if (reps < 1 || reps > 64)
+		reps = 5;
+	if (geteuid() != 0 || access(REGCACHE_DEVICE_PATH, F_OK)) {
+		printf("1..0 # SKIP needs root and %s\n", REGCACHE_DEVICE_PATH);
+		return 77;
+	}
+	if (dir) {
+		snprintf(path, sizeof(path), "%s/bench_kmod-%s.txt", dir,
+			 getenv("RC_KERNEL") ? getenv("RC_KERNEL") : "unknown");
+		out = fopen(path, "w");
+	}
+	printf("# bench_kmod: reps %d, churn %ld, watches %ld\n", reps, churn, watches);
+	bench_churn(reps, churn, watches);
+	bench_watch(reps, watches);
+	bench_inval(reps, 2000);
+	if (out)
+		fclose(out);
+	return 0;
+}

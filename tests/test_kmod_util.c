@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * test_kmod_util.c - helpers shared by the regcache.ko test programs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "rc_test.h"
+#include "test_kmod_util.h"
+
+void kt_require_device(void)
+{
+	if (geteuid() != 0)
+		rc_skip_all("needs root");
+	if (access(REGCACHE_DEVICE_PATH, F_OK) != 0)
+		rc_skip_all("%s absent (regcache.ko not loaded)", REGCACHE_DEVICE_PATH);
+}
+
+int kt_ioctl(int fd, unsigned long cmd, void *arg)
+{
+	return ioctl(fd, cmd, arg) < 0 ? -errno : 0;
+}
+
+int kt_open(struct kt_ctx *c, uint32_t ring_entries, bool map)
+{
+	struct regcache_config cfg = { .ring_entries = ring_entries };
+	void *p;
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	c->fd = open(REGCACHE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	if (c->fd < 0)
+		return -errno;
+	if (ring_entries) {
+		ret = kt_ioctl(c->fd, REGCACHE_IOC_CONFIGURE, &cfg);
+		if (ret)
+			goto close_fd;
+	}
+	ret = kt_ioctl(c->fd, REGCACHE_IOC_GET_INFO, &c->info);
+	if (ret)
+		goto close_fd;
+	if (map) {
+		p = mmap(NULL, c->info.status_size, PROT_READ, MAP_SHARED, c->fd, 0);
+		if (p == MAP_FAILED) {
+			ret = -errno;
+			goto close_fd;
+		}
+		c->st = p;
+	}
+	return 0;
+
+close_fd:
+	close(c->fd);
+	c->fd = -1;
+	return ret;
+}
+
+void kt_close(struct kt_ctx *c)
+{
+	if (c->st)
+		munmap((void *)c->st, c->info.status_size);
+	if (c->fd >= 0)
+		close(c->fd);
+	c->st = NULL;
+	c->fd = -1;
+}
+
+int kt_watch(struct kt_ctx *c, const void *addr, size_t len, uint64_t cookie,
+	     uint64_t pinned, uint32_t *slot, uint64_t *word)
+{
+	struct regcache_watch w = {
+		.addr = (uintptr_t)addr,
+		.len = len,
+		.cookie = cookie,
+		.pinned_bytes = pinned,
+	};
+	int ret;
+
+	ret = kt_ioctl(c->fd, REGCACHE_IOC_WATCH, &w);
+	if (ret)
+		return ret;
+	if (slot)
+		*slot = w.slot;
+	if (word)
+		*word = w.slot_word;
+	return 0;
+}
+
+int kt_unwatch(struct kt_ctx *c, uint32_t slot, uint64_t cookie)
+{
+	struct regcache_unwatch u = { .slot = slot, .cookie = cookie };
+
+	return kt_ioctl(c->fd, REGCACHE_IOC_UNWATCH, &u);
+}
+
+int kt_stats(struct kt_ctx *c, struct regcache_ctx_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	return kt_ioctl(c->fd, REGCACHE_IOC_GET_STATS, s);
+}
+
+uint64_t kt_slot(const struct kt_ctx *c, uint32_t slot)
+{
+	return __atomic_load_n(&c->st->slots[slot], __ATOMIC_ACQUIRE);
+}
+
+int kt_read_events(struct kt_ctx *c, struct regcache_event *ev, int max)
+{
+	int fl = fcntl(c->fd, F_GETFL);
+	ssize_t n;
+
+	fcntl(c->fd, F_SETFL, fl | O_NONBLOCK);
+	n = read(c->fd, ev, (size_t)max * sizeof(*ev));
+	if (n < 0)
+		n = -errno;
+	fcntl(c->fd, F_SETFL, fl);
+	if (n < 0)
+		return (int)n;
+	return (int)(n / (ssize_t)sizeof(*ev));
+}
+
+int kt_find_event(const struct regcache_event *ev, int n, uint64_t cookie)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (ev[i].cookie == cookie)
+			return i;
+	return -1;
+}
+
+void *kt_map_pages(size_t n)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	char *p;
+	size_t i;
+
+	p = mmap(NULL, n * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	/* no THP: khugepaged collapsing a range would be a (legal) extra event */
+	madvise(p, n * pg, MADV_NOHUGEPAGE);
+	for (i = 0; i < n; i++)
+		p[i * pg] = 1;
+	return p;
+}
+
+long kt_env_long(const char *name, long def)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? strtol(v, NULL, 0) : def;
+}
+
+static long long kt_read_ll(const char *path)
+{
+	long long v = -1;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1) {
+		/* bool parameters read back as Y/N */
+		char ch = 0;
+
+		rewind(f);
+		if (fscanf(f, " %c", &ch) == 1)
+			v = ch == 'Y' ? 1 : ch == 'N' ? 0 : -1;
+	}
+	fclose(f);
+	return v;
+}
+
+long long kt_param(const char *name)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "/sys/module/regcache/parameters/%s", name);
+	return kt_read_ll(path);
+}
+
+long long kt_sysfs(const char *name)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "/sys/class/misc/regcache/%s", name);
+	return kt_read_ll(path);
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * test_kmod_util.h - helpers shared by the regcache.ko test programs.
+ *
+ * Thin wrappers that turn the raw ioctls into 0/-errno calls, open a
+ * context with its status area mapped, and drain events, so each test
+ * reads as the scenario it checks.
+ */
+#ifndef TEST_KMOD_UTIL_H
+#define TEST_KMOD_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "regcache_uapi.h"
+
+struct kt_ctx {
+	int fd;
+	struct regcache_info info;
+	volatile struct regcache_status *st;	/* NULL when not mapped */
+};
+
+/* Exit 77 unless we are root and /dev/regcache exists. */
+void kt_require_device(void);
+
+/* 0 or -errno of ioctl(fd, cmd, arg). */
+int kt_ioctl(int fd, unsigned long cmd, void *arg);
+
+/* Open a context; ring_entries != 0 CONFIGUREs the ring; map: mmap the status area. */
+int kt_open(struct kt_ctx *c, uint32_t ring_entries, bool map);
+void kt_close(struct kt_ctx *c);
+
+int kt_watch(struct kt_ctx *c, const void *addr, size_t len, uint64_t cookie,
+	     uint64_t pinned, uint32_t *slot, uint64_t *word);
+int kt_unwatch(struct kt_ctx *c, uint32_t slot, uint64_t cookie);
+int kt_stats(struct kt_ctx *c, struct regcache_ctx_stats *s);
+
+/* The slot word as userspace sees it: one load. */
+uint64_t kt_slot(const struct kt_ctx *c, uint32_t slot);
+
+/* Non-blocking read of up to max events: count, or -errno (-EAGAIN when empty). */
+int kt_read_events(struct kt_ctx *c, struct regcache_event *ev, int max);
+
+/* Index of the first event with this cookie in ev[0..n), or -1. */
+int kt_find_event(const struct regcache_event *ev, int n, uint64_t cookie);
+
+/* Map n fresh anonymous pages, touched (so they are populated). */
+void *kt_map_pages(size_t n);
+
+/* Integer knob from the environment, with a default. */
+long kt_env_long(const char *name, long def);
+
+/* Current value of a regcache module parameter, or -1. */
+long long kt_param(const char *name);
+
+/* A global counter from /sys/class/misc/regcache/NAME, or -1. */
+long long kt_sysfs(const char *name);
+
+#endif /* TEST_KMOD_UTIL_H */

@@ -1,0 +1,112 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# kmod: regcache.ko on this kernel.  Loads the module once per parameter
+# set a test needs (defaults; strict=1; ring_entries=16), runs the ABI,
+# invalidation, isolation, overflow, fuzz and stress programs, checks
+# regcachectl against the live module, that unload is refused while a
+# context exists and clean after, and runs the benchmark (results in
+# $RC_RESULTS/bench_kmod-$RC_KERNEL.txt).  Knobs on the kernel command line
+# (VM_APPEND): kmod.stress=SECONDS (30), kmod.fuzz=ITERATIONS (100000).
+. "$RC_SRCDIR/tests/vm/guest-lib.sh"
+
+T=$RC_BUILDDIR/tests
+CTL=$RC_BUILDDIR/utils/regcachectl
+
+knob()
+{
+	v=$(tr ' ' '\n' </proc/cmdline | sed -n "s/^kmod\.$1=//p" | tail -n 1)
+	echo "${v:-$2}"
+}
+STRESS_S=$(knob stress 30)
+FUZZ_N=$(knob fuzz 100000)
+
+load()
+{
+	insmod "$RC_KMOD" "$@" || return 1
+	i=0
+	while [ ! -c /dev/regcache ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	[ -c /dev/regcache ]
+}
+
+unloaded()
+{
+	! grep -q '^regcache ' /proc/modules && [ ! -e /dev/regcache ]
+}
+
+# unload NAME: rmmod, then prove nothing is left behind.
+unload()
+{
+	if rmmod regcache && unloaded; then
+		rc_ok "$1"
+	else
+		rc_fail "$1" "rmmod failed or module/device still present"
+	fi
+}
+
+if [ ! -f "$RC_KMOD" ]; then
+	rc_fail "insmod regcache.ko" "$RC_KMOD not built"
+	exit 1
+fi
+
+# --- defaults ---------------------------------------------------------
+rc_check "insmod regcache.ko ($RC_KVER)" load || exit 1
+rc_run "abi" "$T/test_kmod_abi"
+rc_run "inval" "$T/test_kmod_inval"
+rc_run "isolation" "$T/test_kmod_isolation"
+rc_run "overflow" "$T/test_kmod_overflow"
+rc_run "fuzz" env KMOD_FUZZ_ITERS="$FUZZ_N" "$T/test_kmod_fuzz"
+
+# --- regcachectl against the live module ------------------------------
+rc_check "regcachectl status" "$CTL"
+rc_check "regcachectl --json is one JSON object" \
+	sh -c "'$CTL' --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"loaded\"] and d[\"parameters\"][\"max_watches\"] == 65536, d'"
+rc_check "regcachectl set ring_entries=64" sh -c \
+	"'$CTL' set ring_entries=64 && [ \"\$(cat /sys/module/regcache/parameters/ring_entries)\" = 64 ]"
+rc_check "regcachectl set rejects a bad value (exit 1)" sh -c \
+	"'$CTL' set ring_entries=0; [ \$? = 1 ] && [ \"\$(cat /sys/module/regcache/parameters/ring_entries)\" = 64 ]"
+rc_check "regcachectl set rejects an unknown parameter (exit 2)" sh -c \
+	"'$CTL' set nosuch=1; [ \$? = 2 ]"
+"$CTL" set ring_entries=1024 >/dev/null
+
+# --- unload refused while a context exists ----------------------------
+exec 3</dev/regcache
+if grep -q "^$$ " /sys/class/misc/regcache/contexts; then
+	rc_ok "context list names the opener (pid $$)"
+else
+	rc_fail "context list names the opener (pid $$)" "$(cat /sys/class/misc/regcache/contexts)"
+fi
+rc_check "regcachectl lists the context" sh -c "'$CTL' contexts | grep -q '^ *$$ '"
+if rmmod regcache 2>/dev/null; then
+	rc_fail "rmmod refused while a context exists" "rmmod succeeded"
+	load
+else
+	rc_ok "rmmod refused while a context exists"
+fi
+exec 3<&-
+unload "rmmod clean after the last context closed"
+
+# --- strict=1: protection changes invalidate too ----------------------
+if rc_check "insmod strict=1" load strict=1; then
+	rc_run "inval strict=1" "$T/test_kmod_inval" kmod_inval/mprotect \
+		kmod_inval/fork_child_exits kmod_inval/fork_parent_writes_cow \
+		kmod_inval/fork_pinned_parent_writes kmod_inval/munmap_whole
+	unload "rmmod after strict=1"
+fi
+
+# --- ring_entries=16: the module parameter path of the overflow test ---
+if rc_check "insmod ring_entries=16" load ring_entries=16; then
+	rc_run "overflow ring_entries=16" "$T/test_kmod_overflow"
+	unload "rmmod after ring_entries=16"
+fi
+
+# --- stress and benchmark ---------------------------------------------
+if rc_check "insmod for stress" load; then
+	rc_run "stress ${STRESS_S}s" env KMOD_STRESS_SECONDS="$STRESS_S" "$T/test_kmod_stress"
+	echo "--- bench_kmod ($RC_KERNEL)"
+	if timeout 300 "$T/bench_kmod"; then
+		rc_ok "bench_kmod ran (results in bench_kmod-$RC_KERNEL.txt)"
+	else
+		rc_fail "bench_kmod ran" "exit status $?"
+	fi
+	unload "rmmod after stress"
+fi

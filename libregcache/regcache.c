@@ -429,21 +429,26 @@ static void rc_hit(struct regcache_entry *e)
 
 /* ----------------------------------------------------------------- miss */
 
+/*
+ * The covered entries are kept in an array, not linked through ->link:
+ * while this thread registers unlocked, another may collect the same
+ * entries for its own merge or an invalidation.
+ */
 struct rc_merge {
 	const struct regcache *cache;
 	uintptr_t start, end;
 	uint32_t access;
-	struct rc_list covered;		/* linked through ->link */
-	size_t ncovered;
-	bool grew;
+	struct regcache_entry **covered;
+	size_t ncovered, cap;
+	bool grew, nomem;
 };
 
-static bool rc_on_list(const struct rc_list *h, const struct regcache_entry *e)
+static bool rc_merge_has(const struct rc_merge *m, const struct regcache_entry *e)
 {
-	const struct rc_list *p;
+	size_t i;
 
-	for (p = h->next; p != h; p = p->next)
-		if (p == &e->link)
+	for (i = 0; i < m->ncovered; i++)
+		if (m->covered[i] == e)
 			return true;
 	return false;
 }
@@ -453,10 +458,20 @@ static int rc_merge_fn(struct rc_itree_node *n, void *arg)
 	struct rc_merge *m = arg;
 	struct regcache_entry *e = rc_node_entry(n);
 
-	if (!m->cache->mon->valid(m->cache, e) || rc_on_list(&m->covered, e))
+	if (!m->cache->mon->valid(m->cache, e) || rc_merge_has(m, e))
 		return 0;
-	rc_list_add_tail(&m->covered, &e->link);
-	m->ncovered++;
+	if (m->ncovered == m->cap) {
+		size_t cap = m->cap ? 2 * m->cap : 8;
+		struct regcache_entry **c = realloc(m->covered, cap * sizeof(*c));
+
+		if (!c) {
+			m->nomem = true;
+			return 1;
+		}
+		m->covered = c;
+		m->cap = cap;
+	}
+	m->covered[m->ncovered++] = e;
 	if (e->node.start < m->start)
 		m->start = e->node.start;
 	if (e->node.end > m->end)
@@ -478,7 +493,7 @@ static bool rc_merge_plan(struct regcache *cache, struct rc_merge *m)
 		m->grew = false;
 		rc_itree_visit(&cache->tree, m->start ? m->start - 1 : 0,
 			       m->end + 1, rc_merge_fn, m);
-		if (m->end - m->start > cache->merge_max ||
+		if (m->nomem || m->end - m->start > cache->merge_max ||
 		    m->end - m->start > cache->max_bytes)
 			return false;
 	} while (m->grew && ++rounds < 64);
@@ -487,8 +502,16 @@ static bool rc_merge_plan(struct regcache *cache, struct rc_merge *m)
 
 static void rc_merge_reset(struct rc_merge *m)
 {
-	while (!rc_list_empty(&m->covered))
-		rc_list_del(m->covered.next);
+	m->ncovered = 0;
+}
+
+/* Drop the references taken on the covered entries.  Write lock held. */
+static void rc_merge_unref(struct rc_merge *m, struct rc_list *release)
+{
+	size_t i;
+
+	for (i = 0; i < m->ncovered; i++)
+		rc_entry_unref(m->covered[i], RC_REF_USER, release);
 	m->ncovered = 0;
 }
 
@@ -563,12 +586,14 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 		       uint32_t access, struct regcache_entry **entryp)
 {
 	struct rc_merge m;
-	struct rc_list release, *p;
+	struct rc_list release;
 	struct regcache_entry *e;
 	bool merged, stale;
 	unsigned int tries;
+	size_t i;
 	int ret = 0;
 
+	memset(&m, 0, sizeof(m));
 	rc_list_init(&release);
 	for (tries = 0; tries < RC_GET_RETRIES; tries++) {
 		rc_brlock_write_lock(&cache->lock);
@@ -585,6 +610,7 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 			rc_hit(e);
 			rc_brlock_write_unlock(&cache->lock);
 			rc_release_list(cache, &release);
+			free(m.covered);
 			*entryp = e;
 			return 0;
 		}
@@ -598,12 +624,12 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 			ret = -ENOMEM;
 			break;
 		}
-		memset(&m, 0, sizeof(m));
 		m.cache = cache;
 		m.start = start;
 		m.end = end;
 		m.access = access;
-		rc_list_init(&m.covered);
+		m.ncovered = 0;
+		m.grew = m.nomem = false;
 		merged = cache->merge_max >= rc_page_size && rc_merge_plan(cache, &m);
 		if (!merged) {
 			rc_merge_reset(&m);
@@ -616,15 +642,12 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 		e->access = m.access;
 		e->cached = true;
 		/* Pin the covered entries: they may not vanish while unlocked. */
-		for (p = m.covered.next; p != &m.covered; p = p->next)
-			atomic_fetch_add(&rc_list_entry(p, link)->refs, RC_REF_USER);
+		for (i = 0; i < m.ncovered; i++)
+			atomic_fetch_add(&m.covered[i]->refs, RC_REF_USER);
 		ret = rc_subscribe_locked(cache, e, &release);
 		if (ret && merged) {
 			/* Probably a hole in the union: try the request alone. */
-			for (p = m.covered.next; p != &m.covered; p = p->next)
-				atomic_fetch_sub(&rc_list_entry(p, link)->refs,
-						 RC_REF_USER);
-			rc_merge_reset(&m);
+			rc_merge_unref(&m, &release);
 			merged = false;
 			e->node.start = start;
 			e->node.end = end;
@@ -645,14 +668,7 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 				cache->mon->unsubscribe(cache, e);
 				e->subscribed = false;
 			}
-			while (!rc_list_empty(&m.covered)) {
-				struct regcache_entry *c =
-					rc_list_entry(m.covered.next, link);
-
-				rc_list_del(&c->link);
-				rc_entry_unref(c, RC_REF_USER, &release);
-			}
-			m.ncovered = 0;
+			rc_merge_unref(&m, &release);
 			merged = false;
 			e->node.start = start;
 			e->node.end = end;
@@ -672,16 +688,11 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 				cache->mon->unsubscribe(cache, e);
 				e->subscribed = false;
 			}
-			while (!rc_list_empty(&m.covered)) {
-				struct regcache_entry *c =
-					rc_list_entry(m.covered.next, link);
-
-				rc_list_del(&c->link);
-				rc_entry_unref(c, RC_REF_USER, &release);
-			}
+			rc_merge_unref(&m, &release);
 			rc_brlock_write_unlock(&cache->lock);
 			rc_release_list(cache, &release);
 			rc_entry_free(cache, e);
+			free(m.covered);
 			return ret;
 		}
 		if (atomic_load(&e->stale) ||
@@ -691,13 +702,7 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 				cache->mon->unsubscribe(cache, e);
 				e->subscribed = false;
 			}
-			while (!rc_list_empty(&m.covered)) {
-				struct regcache_entry *c =
-					rc_list_entry(m.covered.next, link);
-
-				rc_list_del(&c->link);
-				rc_entry_unref(c, RC_REF_USER, &release);
-			}
+			rc_merge_unref(&m, &release);
 			rc_brlock_write_unlock(&cache->lock);
 			rc_release_list(cache, &release);
 			rc_deregister_now(cache, e);
@@ -707,11 +712,10 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 		}
 		if (e->cached) {
 			/* Retire what the union replaces. */
-			for (p = m.covered.next; p != &m.covered; p = p->next) {
-				struct regcache_entry *c = rc_list_entry(p, link);
+			for (i = 0; i < m.ncovered; i++) {
+				struct regcache_entry *c = m.covered[i];
 
 				if (c->in_tree) {
-					/* rc_remove_locked would reuse ->link */
 					rc_itree_remove(&cache->tree, &c->node);
 					rc_list_del(&c->lru);
 					cache->entries--;
@@ -745,20 +749,17 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 				rc_insert_locked(cache, e);
 			}
 		}
-		while (!rc_list_empty(&m.covered)) {
-			struct regcache_entry *c = rc_list_entry(m.covered.next, link);
-
-			rc_list_del(&c->link);
-			rc_entry_unref(c, RC_REF_USER, &release);
-		}
+		rc_merge_unref(&m, &release);
 		rc_brlock_write_unlock(&cache->lock);
 		rc_release_list(cache, &release);
 		if (!e->cached)
 			atomic_fetch_add_explicit(&cache->uncached, 1,
 						  memory_order_relaxed);
+		free(m.covered);
 		*entryp = e;
 		return 0;
 	}
+	free(m.covered);
 	return ret;
 }
 

@@ -1,0 +1,771 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * test_regcache.c - libregcache unit tests with a counting backend.
+ *
+ * Hit, miss, merge, eviction, reference counting, invalidation while in
+ * use, limits, alignment, access superset, registration failure, an
+ * 8-thread get/put stress, fork, bad input, event fd, and the interval
+ * index against a brute-force model.  The caching tests need a monitor:
+ * uffd on the host, or the one named by RC_TEST_MONITOR (the VM suite
+ * runs this program again with kmod).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "regcache.h"
+#include "rc_test.h"
+#include "test_regcache_backend.h"
+#include "../libregcache/itree.h"
+
+static size_t psz;
+static enum regcache_monitor_type mon_type = REGCACHE_MONITOR_UFFD;
+static struct tb_backend be;
+static struct regcache *cache;
+
+static int make_cache(size_t max_entries, size_t max_bytes, size_t merge_max)
+{
+	struct regcache_attr a = {
+		.reg = tb_reg, .dereg = tb_dereg, .user = &be,
+		.monitor = mon_type, .max_entries = max_entries,
+		.max_bytes = max_bytes, .merge_max = merge_max,
+		.flags = REGCACHE_ATTR_NO_ENV,
+	};
+
+	memset(&be, 0, sizeof(be));
+	return regcache_create(&a, &cache);
+}
+
+static void drop_cache(void)
+{
+	regcache_destroy(cache);
+	cache = NULL;
+}
+
+static char *map_pages(size_t n)
+{
+	char *p = mmap(NULL, n * psz, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	memset(p, 1, n * psz);
+	return p;
+}
+
+static struct regcache_stats stats(void)
+{
+	struct regcache_stats st;
+
+	CU_ASSERT_EQUAL(regcache_get_stats(cache, &st), 0);
+	return st;
+}
+
+/* ------------------------------------------------------------------ core */
+
+static void test_hit(void)
+{
+	struct regcache_entry *e1, *e2, *e3;
+	char *buf = map_pages(8);
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_FATAL(make_cache(0, 0, 0) == 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, 4 * psz, 1, &e1), 0);
+	CU_ASSERT(regcache_entry_cached(e1));
+	CU_ASSERT_EQUAL(regcache_put(cache, e1), 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, 4 * psz, 1, &e2), 0);
+	CU_ASSERT_PTR_EQUAL(e1, e2);
+	/* A sub-range is served by the same registration. */
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + psz + 17, 100, 1, &e3), 0);
+	CU_ASSERT_PTR_EQUAL(e3, e2);
+	CU_ASSERT_EQUAL(be.regs, 1);
+	CU_ASSERT_EQUAL(stats().hits, 2);
+	CU_ASSERT_EQUAL(stats().misses, 1);
+	CU_ASSERT_EQUAL(regcache_put(cache, e2), 0);
+	CU_ASSERT_EQUAL(regcache_put(cache, e3), 0);
+	CU_ASSERT_EQUAL(be.deregs, 0);
+	drop_cache();
+	CU_ASSERT_EQUAL(be.deregs, 1);
+	CU_ASSERT_EQUAL(be.bad_deregs, 0);
+	munmap(buf, 8 * psz);
+}
+
+static void test_miss(void)
+{
+	struct regcache_entry *e1, *e2;
+	char *buf = map_pages(8);
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_FATAL(make_cache(0, 0, 1) == 0);	/* merging off */
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, psz, 1, &e1), 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + 4 * psz, psz, 1, &e2), 0);
+	CU_ASSERT_PTR_NOT_EQUAL(e1, e2);
+	CU_ASSERT_NOT_EQUAL(tb_id(e1), tb_id(e2));
+	/* A request that is only partly covered is a miss too. */
+	regcache_put(cache, e2);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, 2 * psz, 1, &e2), 0);
+	CU_ASSERT_PTR_NOT_EQUAL(e1, e2);
+	CU_ASSERT_EQUAL(be.regs, 3);
+	CU_ASSERT_EQUAL(stats().misses, 3);
+	CU_ASSERT_EQUAL(stats().entries, 3);
+	regcache_put(cache, e1);
+	regcache_put(cache, e2);
+	drop_cache();
+	CU_ASSERT_EQUAL(be.deregs, 3);
+	munmap(buf, 8 * psz);
+}
+
+static void test_merge(void)
+{
+	struct regcache_entry *a, *b, *c, *d;
+	char *buf = map_pages(16);
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_FATAL(make_cache(0, 0, 0) == 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, 2 * psz, 1, &a), 0);
+	regcache_put(cache, a);
+	/* Adjacent: the union [0, 4) replaces [0, 2). */
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + 2 * psz, 2 * psz, 2, &b), 0);
+	CU_ASSERT_PTR_EQUAL(regcache_entry_addr(b), buf);
+	CU_ASSERT_EQUAL(regcache_entry_len(b), 4 * psz);
+	CU_ASSERT_EQUAL(regcache_entry_access(b), 3);
+	CU_ASSERT_EQUAL(stats().merges, 1);
+	CU_ASSERT_EQUAL(stats().entries, 1);
+	CU_ASSERT_EQUAL(be.deregs, 1);		/* [0, 2) retired */
+	/* Overlapping and held: the union takes it in; the holder keeps it. */
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + 3 * psz, 3 * psz, 1, &c), 0);
+	CU_ASSERT_PTR_EQUAL(regcache_entry_addr(c), buf);
+	CU_ASSERT_EQUAL(regcache_entry_len(c), 6 * psz);
+	CU_ASSERT(tb_live(b));
+	CU_ASSERT_EQUAL(be.deregs, 1);
+	CU_ASSERT_EQUAL(regcache_put(cache, b), 0);
+	CU_ASSERT_EQUAL(be.deregs, 2);
+	/* Everything inside hits the union now. */
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + psz, psz, 1, &d), 0);
+	CU_ASSERT_PTR_EQUAL(d, c);
+	regcache_put(cache, c);
+	regcache_put(cache, d);
+	CU_ASSERT_EQUAL(be.regs, 3);
+	drop_cache();
+	CU_ASSERT_EQUAL(be.live, 0);
+	munmap(buf, 16 * psz);
+}
+
+static void test_merge_limit(void)
+{
+	struct regcache_entry *a, *b;
+	char *buf = map_pages(16);
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_FATAL(make_cache(0, 0, 3 * psz) == 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, 2 * psz, 1, &a), 0);
+	regcache_put(cache, a);
+	/* The union would be 4 pages > merge_max: exact request. */
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + 2 * psz, 2 * psz, 1, &b), 0);
+	CU_ASSERT_EQUAL(regcache_entry_len(b), 2 * psz);
+	CU_ASSERT_EQUAL(stats().merges, 0);
+	CU_ASSERT_EQUAL(stats().entries, 2);
+	regcache_put(cache, b);
+	drop_cache();
+	munmap(buf, 16 * psz);
+}
+
+static void test_merge_hole(void)
+{
+	struct regcache_entry *a, *b;
+	char *buf = map_pages(3);
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_FATAL(make_cache(0, 0, 0) == 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, 2 * psz, 1, &a), 0);
+	regcache_put(cache, a);
+	/* Punch a hole in the middle page, then ask for the page after it:
+	 * the union [0, 3) has a hole, so only page 2 is registered. */
+	CU_ASSERT_EQUAL_FATAL(munmap(buf + psz, psz), 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + 2 * psz, psz, 1, &b), 0);
+	CU_ASSERT_PTR_EQUAL(regcache_entry_addr(b), buf + 2 * psz);
+	CU_ASSERT_EQUAL(regcache_entry_len(b), psz);
+	CU_ASSERT_EQUAL(stats().merges, 0);
+	regcache_put(cache, b);
+	drop_cache();
+	CU_ASSERT_EQUAL(be.live, 0);
+	munmap(buf, 3 * psz);
+}
+
+static void test_eviction(void)
+{
+	struct regcache_entry *e[8];
+	char *buf = map_pages(32);
+	int i;
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_FATAL(make_cache(4, 0, 1) == 0);
+	for (i = 0; i < 6; i++) {
+		CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + 2 * i * psz, psz, 1,
+						   &e[i]), 0);
+		CU_ASSERT(regcache_entry_cached(e[i]));
+		regcache_put(cache, e[i]);
+	}
+	CU_ASSERT_EQUAL(stats().entries, 4);
+	CU_ASSERT_EQUAL(stats().evictions, 2);
+	CU_ASSERT_EQUAL(be.deregs, 2);
+	/* The least recently used went first: 0 and 1 miss, 5 hits. */
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + 10 * psz, psz, 1, &e[6]), 0);
+	CU_ASSERT_EQUAL(be.regs, 6);
+	regcache_put(cache, e[6]);
+	drop_cache();
+
+	/* max_bytes: 3 pages of room for 1-page entries. */
+	CU_ASSERT_FATAL(make_cache(0, 3 * psz, 1) == 0);
+	for (i = 0; i < 5; i++) {
+		CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + 2 * i * psz, psz, 1,
+						   &e[i]), 0);
+		regcache_put(cache, e[i]);
+	}
+	CU_ASSERT_EQUAL(stats().entries, 3);
+	CU_ASSERT_EQUAL(stats().registered_bytes, 3 * psz);
+	CU_ASSERT_EQUAL(stats().evictions, 2);
+	drop_cache();
+	munmap(buf, 32 * psz);
+}
+
+static void test_eviction_in_use(void)
+{
+	struct regcache_entry *e[6];
+	char *buf = map_pages(16);
+	int i;
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_FATAL(make_cache(2, 0, 1) == 0);
+	for (i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + 2 * i * psz, psz, 1,
+						   &e[i]), 0);
+	/* Nothing can be evicted: the third one is served uncached. */
+	CU_ASSERT(regcache_entry_cached(e[0]));
+	CU_ASSERT(regcache_entry_cached(e[1]));
+	CU_ASSERT(!regcache_entry_cached(e[2]));
+	CU_ASSERT_EQUAL(stats().uncached, 1);
+	CU_ASSERT_EQUAL(be.deregs, 0);
+	CU_ASSERT_EQUAL(regcache_put(cache, e[2]), 0);
+	CU_ASSERT_EQUAL(be.deregs, 1);
+	regcache_put(cache, e[0]);
+	regcache_put(cache, e[1]);
+	CU_ASSERT_EQUAL(be.deregs, 1);
+	drop_cache();
+	munmap(buf, 16 * psz);
+}
+
+static void test_refcount(void)
+{
+	struct regcache_entry *a, *b;
+	char *buf = map_pages(4);
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_FATAL(make_cache(0, 0, 0) == 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, psz, 1, &a), 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, psz, 1, &b), 0);
+	CU_ASSERT_PTR_EQUAL(a, b);
+	/* Flush drops it from the cache but not from under its holders. */
+	CU_ASSERT_EQUAL(regcache_flush(cache), 0);
+	CU_ASSERT_EQUAL(stats().entries, 0);
+	CU_ASSERT_EQUAL(be.deregs, 0);
+	CU_ASSERT_EQUAL(regcache_put(cache, a), 0);
+	CU_ASSERT_EQUAL(be.deregs, 0);
+	CU_ASSERT(tb_live(b));
+	CU_ASSERT_EQUAL(regcache_put(cache, b), 0);
+	CU_ASSERT_EQUAL(be.deregs, 1);
+	/* A put too many is an error, not a crash or a double dereg. */
+	CU_ASSERT_EQUAL(regcache_put(cache, b), -EINVAL);
+	CU_ASSERT_EQUAL(be.bad_deregs, 0);
+	drop_cache();
+	munmap(buf, 4 * psz);
+}
+
+static void test_invalidate_in_use(void)
+{
+	struct regcache_entry *a, *b;
+	uint64_t old_id;
+	char *buf = map_pages(4), *again;
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_FATAL(make_cache(0, 0, 0) == 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, 4 * psz, 1, &a), 0);
+	old_id = tb_id(a);
+	CU_ASSERT_EQUAL_FATAL(munmap(buf, 4 * psz), 0);
+	again = mmap(buf, 4 * psz, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	CU_ASSERT_FATAL(again == buf);
+	memset(again, 2, 4 * psz);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, 4 * psz, 1, &b), 0);
+	CU_ASSERT_PTR_NOT_EQUAL(a, b);
+	CU_ASSERT_NOT_EQUAL(tb_id(b), old_id);
+	CU_ASSERT_EQUAL(stats().invalidations, 1);
+	/* The dead entry stays registered for its holder until its put. */
+	CU_ASSERT(tb_live(a));
+	CU_ASSERT_EQUAL(be.deregs, 0);
+	CU_ASSERT_EQUAL(regcache_put(cache, a), 0);
+	CU_ASSERT_EQUAL(be.deregs, 1);
+	regcache_put(cache, b);
+	drop_cache();
+	CU_ASSERT_EQUAL(be.live, 0);
+	munmap(buf, 4 * psz);
+}
+
+static void test_limits(void)
+{
+	struct regcache_entry *a, *b;
+	char *buf = map_pages(8);
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_FATAL(make_cache(0, 2 * psz, 0) == 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, 4 * psz, 1, &a), 0);
+	CU_ASSERT(!regcache_entry_cached(a));
+	CU_ASSERT_EQUAL(stats().entries, 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, 4 * psz, 1, &b), 0);
+	CU_ASSERT_PTR_NOT_EQUAL(a, b);
+	CU_ASSERT_EQUAL(be.regs, 2);
+	CU_ASSERT_EQUAL(stats().uncached, 2);
+	CU_ASSERT_EQUAL(regcache_put(cache, a), 0);
+	CU_ASSERT_EQUAL(be.deregs, 1);
+	CU_ASSERT_EQUAL(regcache_put(cache, b), 0);
+	CU_ASSERT_EQUAL(be.deregs, 2);
+	drop_cache();
+	munmap(buf, 8 * psz);
+}
+
+static void test_alignment(void)
+{
+	struct regcache_entry *a, *b;
+	char *buf = map_pages(4);
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_FATAL(make_cache(0, 0, 1) == 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + 100, 10, 1, &a), 0);
+	CU_ASSERT_PTR_EQUAL(regcache_entry_addr(a), buf);
+	CU_ASSERT_EQUAL(regcache_entry_len(a), psz);
+	/* Two bytes across a page boundary need two pages. */
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + 2 * psz - 1, 2, 1, &b), 0);
+	CU_ASSERT_PTR_EQUAL(regcache_entry_addr(b), buf + psz);
+	CU_ASSERT_EQUAL(regcache_entry_len(b), 2 * psz);
+	regcache_put(cache, a);
+	regcache_put(cache, b);
+	drop_cache();
+	munmap(buf, 4 * psz);
+}
+
+static void test_access(void)
+{
+	struct regcache_entry *a, *b, *c;
+	char *buf = map_pages(4);
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_FATAL(make_cache(0, 0, 0) == 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, psz, 0x1, &a), 0);
+	regcache_put(cache, a);
+	/* More access than the entry has: miss, re-registered with both. */
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, psz, 0x2, &b), 0);
+	CU_ASSERT_PTR_NOT_EQUAL(a, b);
+	CU_ASSERT_EQUAL(regcache_entry_access(b), 0x3);
+	CU_ASSERT_EQUAL(be.regs, 2);
+	/* Less access than the entry has: hit. */
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, psz, 0x1, &c), 0);
+	CU_ASSERT_PTR_EQUAL(c, b);
+	CU_ASSERT_EQUAL(be.regs, 2);
+	regcache_put(cache, b);
+	regcache_put(cache, c);
+	drop_cache();
+	munmap(buf, 4 * psz);
+}
+
+static void test_reg_failure(void)
+{
+	struct regcache_entry *a, *b;
+	struct regcache_stats before;
+	char *buf = map_pages(8);
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_FATAL(make_cache(0, 0, 0) == 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, psz, 1, &a), 0);
+	regcache_put(cache, a);
+	before = stats();
+	atomic_store(&be.fail_next, -EIO);
+	/* Not adjacent, so no merge retry: the error comes back. */
+	CU_ASSERT_EQUAL(regcache_get(cache, buf + 4 * psz, psz, 1, &b), -EIO);
+	CU_ASSERT_EQUAL(stats().entries, before.entries);
+	CU_ASSERT_EQUAL(stats().registered_bytes, before.registered_bytes);
+	CU_ASSERT_EQUAL(be.live, 1);
+	/* The old entry still hits. */
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, psz, 1, &b), 0);
+	CU_ASSERT_PTR_EQUAL(a, b);
+	regcache_put(cache, b);
+	/* A union that cannot be registered falls back to the request. */
+	be.fail_above = psz;
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + psz, psz, 1, &b), 0);
+	CU_ASSERT_EQUAL(regcache_entry_len(b), psz);
+	CU_ASSERT_EQUAL(stats().merges, 0);
+	regcache_put(cache, b);
+	/* Too big for even the request: error, cache unchanged. */
+	CU_ASSERT_EQUAL(regcache_get(cache, buf + 4 * psz, 2 * psz, 1, &b), -ENOMEM);
+	CU_ASSERT_EQUAL(stats().entries, 2);
+	drop_cache();
+	CU_ASSERT_EQUAL(be.live, 0);
+	munmap(buf, 8 * psz);
+}
+
+static void test_none(void)
+{
+	struct regcache_attr at = {
+		.reg = tb_reg, .dereg = tb_dereg, .user = &be,
+		.monitor = REGCACHE_MONITOR_NONE, .flags = REGCACHE_ATTR_NO_ENV,
+	};
+	struct regcache_entry *a, *b;
+	char *buf = map_pages(2);
+
+	CU_ASSERT_FATAL(buf != NULL);
+	memset(&be, 0, sizeof(be));
+	CU_ASSERT_FATAL(regcache_create(&at, &cache) == 0);
+	CU_ASSERT_STRING_EQUAL(regcache_monitor_name(cache), "none");
+	CU_ASSERT_EQUAL(regcache_fd(cache), -ENOTSUP);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, psz, 1, &a), 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, psz, 1, &b), 0);
+	CU_ASSERT(!regcache_entry_cached(a));
+	CU_ASSERT_PTR_NOT_EQUAL(a, b);
+	CU_ASSERT_EQUAL(be.regs, 2);
+	regcache_put(cache, a);
+	regcache_put(cache, b);
+	CU_ASSERT_EQUAL(be.deregs, 2);
+	drop_cache();
+	munmap(buf, 2 * psz);
+}
+
+static void test_bad_input(void)
+{
+	struct regcache_attr at = { .reg = tb_reg, .dereg = NULL, .user = &be };
+	struct regcache_entry *a;
+	uint64_t fake[32];
+	struct regcache *c2;
+	char *buf = map_pages(2);
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_EQUAL(regcache_create(NULL, &c2), -EINVAL);
+	CU_ASSERT_EQUAL(regcache_create(&at, &c2), -EINVAL);
+	at.dereg = tb_dereg;
+	at.monitor = 42;
+	CU_ASSERT_EQUAL(regcache_create(&at, &c2), -EINVAL);
+	at.monitor = REGCACHE_MONITOR_NONE;
+	CU_ASSERT_EQUAL(regcache_create(&at, NULL), -EINVAL);
+
+	CU_ASSERT_FATAL(make_cache(0, 0, 0) == 0);
+	CU_ASSERT_EQUAL(regcache_get(NULL, buf, psz, 1, &a), -EINVAL);
+	CU_ASSERT_EQUAL(regcache_get(cache, buf, psz, 1, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(regcache_get(cache, buf, 0, 1, &a), -EINVAL);
+	CU_ASSERT_EQUAL(regcache_get(cache, (void *)(UINTPTR_MAX - 100), 200, 1,
+				     &a), -EINVAL);
+	CU_ASSERT_EQUAL(regcache_get(cache, buf, SIZE_MAX, 1, &a), -EINVAL);
+	CU_ASSERT_EQUAL(regcache_put(NULL, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(regcache_put(cache, NULL), -EINVAL);
+	memset(&fake, 0, sizeof(fake));
+	CU_ASSERT_EQUAL(regcache_put(cache, (void *)fake), -EINVAL);
+	CU_ASSERT_EQUAL(regcache_put(cache, (void *)buf), -EINVAL);
+	CU_ASSERT_EQUAL(regcache_get_stats(cache, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(regcache_flush(NULL), -EINVAL);
+	CU_ASSERT_EQUAL(regcache_process_events(NULL), -EINVAL);
+	CU_ASSERT_EQUAL(regcache_fd(NULL), -EINVAL);
+	/* An entry of another cache is unknown here. */
+	CU_ASSERT_EQUAL(regcache_create(&at, &c2), 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(c2, buf, psz, 1, &a), 0);
+	CU_ASSERT_EQUAL(regcache_put(cache, a), -EINVAL);
+	CU_ASSERT_EQUAL(regcache_put(c2, a), 0);
+	CU_ASSERT_EQUAL(regcache_put(c2, a), -EINVAL);
+	regcache_destroy(c2);
+	CU_ASSERT_EQUAL(be.bad_deregs, 0);
+	drop_cache();
+	munmap(buf, 2 * psz);
+}
+
+static void test_env(void)
+{
+	struct regcache_attr at = {
+		.reg = tb_reg, .dereg = tb_dereg, .user = &be,
+		.monitor = mon_type,
+	};
+	struct regcache *c2;
+
+	setenv("REGCACHE_MONITOR", "none", 1);
+	CU_ASSERT_EQUAL_FATAL(regcache_create(&at, &c2), 0);
+	CU_ASSERT_STRING_EQUAL(regcache_monitor_name(c2), "none");
+	regcache_destroy(c2);
+	/* REGCACHE_ATTR_NO_ENV ignores it. */
+	at.flags = REGCACHE_ATTR_NO_ENV;
+	CU_ASSERT_EQUAL_FATAL(regcache_create(&at, &c2), 0);
+	CU_ASSERT_STRING_NOT_EQUAL(regcache_monitor_name(c2), "none");
+	regcache_destroy(c2);
+	at.flags = 0;
+	setenv("REGCACHE_MONITOR", "bogus", 1);
+	CU_ASSERT_EQUAL(regcache_create(&at, &c2), -EINVAL);
+	unsetenv("REGCACHE_MONITOR");
+	setenv("REGCACHE_MAX_ENTRIES", "12x", 1);
+	CU_ASSERT_EQUAL(regcache_create(&at, &c2), -EINVAL);
+	unsetenv("REGCACHE_MAX_ENTRIES");
+	/* auto: kmod when the module is loaded, else uffd (we can use it). */
+	at.monitor = REGCACHE_MONITOR_AUTO;
+	CU_ASSERT_EQUAL_FATAL(regcache_create(&at, &c2), 0);
+	CU_ASSERT_STRING_EQUAL(regcache_monitor_name(c2),
+			       access("/dev/regcache", R_OK) ? "uffd" : "kmod");
+	regcache_destroy(c2);
+}
+
+static void test_event_fd(void)
+{
+	struct regcache_entry *a;
+	struct pollfd pfd;
+	char *buf = map_pages(4);
+	int fd, n;
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_FATAL(make_cache(0, 0, 0) == 0);
+	fd = regcache_fd(cache);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, 4 * psz, 1, &a), 0);
+	regcache_put(cache, a);
+	CU_ASSERT_EQUAL(be.deregs, 0);
+	munmap(buf, 4 * psz);
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	CU_ASSERT_EQUAL(poll(&pfd, 1, 2000), 1);
+	n = regcache_process_events(cache);
+	CU_ASSERT_EQUAL(n, 1);
+	/* Deregistered eagerly, without another get. */
+	CU_ASSERT_EQUAL(be.deregs, 1);
+	CU_ASSERT_EQUAL(stats().entries, 0);
+	drop_cache();
+}
+
+/* ---------------------------------------------------------------- stress */
+
+#define STRESS_THREADS	8
+#define STRESS_PAGES	64
+#define STRESS_ITERS	20000
+
+static char *stress_buf;
+static _Atomic int stress_errors;
+
+static void *stress_thread(void *arg)
+{
+	unsigned int seed = (unsigned int)(uintptr_t)arg;
+	struct regcache_entry *e;
+	int i;
+
+	for (i = 0; i < STRESS_ITERS; i++) {
+		size_t first = rand_r(&seed) % STRESS_PAGES;
+		size_t n = 1 + rand_r(&seed) % 4;
+		uint32_t acc = 1 + rand_r(&seed) % 3;
+		const struct tb_reg *r;
+		char *a;
+
+		if (first + n > STRESS_PAGES)
+			n = STRESS_PAGES - first;
+		a = stress_buf + first * psz;
+		if (regcache_get(cache, a, n * psz, acc, &e)) {
+			atomic_fetch_add(&stress_errors, 1);
+			continue;
+		}
+		r = regcache_entry_handle(e);
+		if (r->magic != TB_MAGIC_LIVE || (char *)r->addr > a ||
+		    (char *)r->addr + r->len < a + n * psz ||
+		    (r->access & acc) != acc)
+			atomic_fetch_add(&stress_errors, 1);
+		if (regcache_put(cache, e))
+			atomic_fetch_add(&stress_errors, 1);
+	}
+	return NULL;
+}
+
+static void test_stress(void)
+{
+	pthread_t t[STRESS_THREADS];
+	struct regcache_stats st;
+	int i;
+
+	stress_buf = map_pages(STRESS_PAGES);
+	CU_ASSERT_FATAL(stress_buf != NULL);
+	CU_ASSERT_FATAL(make_cache(16, 0, 8 * psz) == 0);
+	atomic_store(&stress_errors, 0);
+	for (i = 0; i < STRESS_THREADS; i++)
+		CU_ASSERT_FATAL(pthread_create(&t[i], NULL, stress_thread,
+					       (void *)(uintptr_t)(i + 1)) == 0);
+	for (i = 0; i < STRESS_THREADS; i++)
+		pthread_join(t[i], NULL);
+	CU_ASSERT_EQUAL(stress_errors, 0);
+	st = stats();
+	CU_ASSERT_EQUAL(st.hits + st.misses + st.uncached >= STRESS_THREADS *
+			STRESS_ITERS, true);
+	CU_ASSERT(st.entries <= 16);
+	CU_ASSERT_EQUAL((long)st.registrations - (long)st.deregistrations,
+			(long)st.entries);
+	rc_diag("stress: %lu hits, %lu misses, %lu merges, %lu evictions, %lu uncached",
+		(unsigned long)st.hits, (unsigned long)st.misses,
+		(unsigned long)st.merges, (unsigned long)st.evictions,
+		(unsigned long)st.uncached);
+	drop_cache();
+	CU_ASSERT_EQUAL(be.live, 0);
+	CU_ASSERT_EQUAL(be.bad_deregs, 0);
+	munmap(stress_buf, STRESS_PAGES * psz);
+}
+
+/* ------------------------------------------------------------------ fork */
+
+static void test_fork(void)
+{
+	struct regcache_entry *a, *b;
+	char *buf = map_pages(4);
+	int status;
+	pid_t pid;
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_FATAL(make_cache(0, 0, 0) == 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, psz, 1, &a), 0);
+	regcache_put(cache, a);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + 2 * psz, psz, 1, &a), 0);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		int bad = 0;
+
+		if (regcache_get(cache, buf, psz, 1, &b) != -ESTALE)
+			bad |= 1;
+		if (regcache_put(cache, a) != -ESTALE)
+			bad |= 2;
+		if (regcache_flush(cache) != -ESTALE)
+			bad |= 4;
+		regcache_destroy(cache);
+		/* The parent's registrations were not touched. */
+		if (be.deregs != 0 || be.bad_deregs != 0)
+			bad |= 8;
+		_exit(bad);
+	}
+	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+	CU_ASSERT(WIFEXITED(status));
+	CU_ASSERT_EQUAL(WEXITSTATUS(status), 0);
+	/* The parent's cache still works. */
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, psz, 1, &b), 0);
+	CU_ASSERT_EQUAL(be.regs, 2);
+	regcache_put(cache, b);
+	regcache_put(cache, a);
+	drop_cache();
+	CU_ASSERT_EQUAL(be.live, 0);
+	munmap(buf, 4 * psz);
+}
+
+/* ----------------------------------------------------------------- itree */
+
+struct model_iv {
+	uintptr_t s, e;
+	bool in;
+	struct rc_itree_node node;
+};
+
+static int count_fn(struct rc_itree_node *n, void *arg)
+{
+	(*(long *)arg)++;
+	return 0;
+}
+
+static void test_itree(void)
+{
+	enum { N = 2000 };
+	static struct model_iv iv[N];
+	struct rc_itree t = { NULL, 0 };
+	unsigned int seed = 7;
+	int i, round;
+
+	for (i = 0; i < N; i++) {
+		iv[i].s = rand_r(&seed) % 100000;
+		iv[i].e = iv[i].s + 1 + rand_r(&seed) % 500;
+		iv[i].in = false;
+	}
+	for (round = 0; round < 20000; round++) {
+		i = rand_r(&seed) % N;
+		if (iv[i].in) {
+			rc_itree_remove(&t, &iv[i].node);
+		} else {
+			iv[i].node.start = iv[i].s;
+			iv[i].node.end = iv[i].e;
+			rc_itree_insert(&t, &iv[i].node);
+		}
+		iv[i].in = !iv[i].in;
+		if (round % 1000 == 0) {
+			uintptr_t qs = rand_r(&seed) % 100000, qe = qs + rand_r(&seed) % 2000 + 1;
+			long got = 0, want = 0;
+			int j;
+
+			CU_ASSERT(rc_itree_check(&t) >= 0);
+			rc_itree_visit(&t, qs, qe, count_fn, &got);
+			for (j = 0; j < N; j++)
+				want += iv[j].in && iv[j].s < qe && iv[j].e > qs;
+			CU_ASSERT_EQUAL(got, want);
+		}
+	}
+	CU_ASSERT(rc_itree_check(&t) >= 0);
+}
+
+static const struct rc_test_case core_cases[] = {
+	{ "hit", test_hit },
+	{ "miss", test_miss },
+	{ "merge", test_merge },
+	{ "merge_limit", test_merge_limit },
+	{ "merge_hole", test_merge_hole },
+	{ "eviction", test_eviction },
+	{ "eviction_in_use", test_eviction_in_use },
+	{ "refcount", test_refcount },
+	{ "invalidate_in_use", test_invalidate_in_use },
+	{ "limits", test_limits },
+	{ "alignment", test_alignment },
+	{ "access_superset", test_access },
+	{ "reg_failure", test_reg_failure },
+	{ "event_fd", test_event_fd },
+	{ "stress_8_threads", test_stress },
+	{ "fork", test_fork },
+	{ NULL, NULL }
+};
+
+static const struct rc_test_case api_cases[] = {
+	{ "none_monitor", test_none },
+	{ "bad_input", test_bad_input },
+	{ "env", test_env },
+	{ "itree_model", test_itree },
+	{ NULL, NULL }
+};
+
+int main(int argc, char **argv)
+{
+	const char *m = getenv("RC_TEST_MONITOR");
+	struct regcache_attr at = {
+		.reg = tb_reg, .dereg = tb_dereg, .user = &be,
+		.flags = REGCACHE_ATTR_NO_ENV,
+	};
+	struct regcache *probe;
+	int ret;
+
+	psz = (size_t)sysconf(_SC_PAGESIZE);
+	if (m && !strcmp(m, "kmod"))
+		mon_type = REGCACHE_MONITOR_KMOD;
+	at.monitor = mon_type;
+	ret = regcache_create(&at, &probe);
+	if (ret)
+		rc_skip_all("monitor %s unavailable: %s", m ? m : "uffd",
+			    strerror(-ret));
+	regcache_destroy(probe);
+	rc_add_suite(mon_type == REGCACHE_MONITOR_KMOD ? "core-kmod" : "core-uffd",
+		     NULL, NULL, core_cases);
+	rc_add_suite("api", NULL, NULL, api_cases);
+	return rc_test_main(argc, argv);
+}

@@ -27,13 +27,17 @@
 LIST_HEAD(regcache_ctx_list);
 DEFINE_MUTEX(regcache_ctx_list_lock);
 
-static bool regcache_ctx_is_owner(const struct regcache_ctx *ctx, const struct mm_struct *mm)
+static bool regcache_ctx_is_owner(struct regcache_ctx *ctx, const struct mm_struct *mm)
 {
 	if (likely(mm == ctx->mm))
 		return true;
 	atomic64_inc(&regcache_stats.foreign_mm);
-	pr_info_ratelimited("pid %d: fd of pid %d used from another address space: -EIO\n",
-			    task_tgid_nr(current), ctx->tgid);
+	/* One line per context at most (a forked child may retry in a loop). */
+	if (!READ_ONCE(ctx->warned_foreign)) {
+		WRITE_ONCE(ctx->warned_foreign, true);
+		pr_info_ratelimited("pid %d: fd of pid %d used from another address space: -EIO\n",
+				    task_tgid_nr(current), ctx->tgid);
+	}
 	return false;
 }
 

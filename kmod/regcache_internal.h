@@ -104,6 +104,7 @@ struct regcache_ctx {
 	u32 max_watches;		/* slots[] entries, fixed at open */
 	struct regcache_ring ring;
 	bool frozen;			/* WATCH or mmap happened: no CONFIGURE */
+	bool warned_foreign;		/* logged a foreign-mm access already */
 
 	/* Counters: updated under ctx->lock, read locklessly for sysfs. */
 	u32 nr_watches;

@@ -124,7 +124,7 @@ static void test_watch_ok(void)
 	CU_ASSERT(c.st->max_watches == c.info.max_watches);
 	/* unaligned start and length are rounded out to pages */
 	CU_ASSERT(kt_watch(&c, p + 10, 100, 42, 100, &slot, &word) == 0);
-	CU_ASSERT(word & REGCACHE_SLOT_ACTIVE);
+	CU_ASSERT((word & REGCACHE_SLOT_ACTIVE) != 0);
 	CU_ASSERT(kt_slot(&c, slot) == word);
 	CU_ASSERT(kt_watch(&c, p, 4 * pg, 43, 0, &slot2, &word2) == 0);
 	CU_ASSERT(slot2 != slot);
@@ -141,7 +141,7 @@ static void test_watch_ok(void)
 	CU_ASSERT(kt_watch(&c, p, pg, 44, 0, &slot2, &word2) == 0);
 	CU_ASSERT(slot2 == slot);
 	CU_ASSERT(word2 != word);
-	CU_ASSERT(word2 & REGCACHE_SLOT_ACTIVE);
+	CU_ASSERT((word2 & REGCACHE_SLOT_ACTIVE) != 0);
 	CU_ASSERT(kt_stats(&c, &s) == 0);
 	CU_ASSERT(s.watches == 2);
 	CU_ASSERT(s.pinned_bytes == 0);
@@ -275,7 +275,7 @@ static void test_batch(void)
 	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_WATCH_BATCH, &b) == 0);
 	CU_ASSERT(b.done == 100);
 	for (i = 0; i < 100; i++) {
-		CU_ASSERT(w[i].slot_word & REGCACHE_SLOT_ACTIVE);
+		CU_ASSERT((w[i].slot_word & REGCACHE_SLOT_ACTIVE) != 0);
 		CU_ASSERT(kt_slot(&c, w[i].slot) == w[i].slot_word);
 	}
 	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_UNWATCH_ALL, NULL) == 0);

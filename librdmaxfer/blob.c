@@ -130,9 +130,17 @@ int rx_md_encode(const struct rdmaxfer_md *md, void *buf, size_t cap,
 	return 0;
 }
 
+/* NUL-terminated, and zero after the NUL: one encoding per value */
 static bool field_is_string(const uint8_t *p, size_t size)
 {
-	return memchr(p, 0, size) != NULL;
+	const uint8_t *nul = memchr(p, 0, size);
+
+	if (!nul)
+		return false;
+	while (++nul < p + size)
+		if (*nul)
+			return false;
+	return true;
 }
 
 static bool all_zero(const uint8_t *p, size_t size)

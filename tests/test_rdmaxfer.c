@@ -1,0 +1,951 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * test_rdmaxfer.c - librdmaxfer on a real RDMA device (rxe in the VM).
+ *
+ * A server agent (progress thread) and client agents (caller-driven
+ * progress) live in one process and talk over loopback RoCE to $RXE_ADDR;
+ * the killed-peer case runs a second server in a child process started
+ * from this same binary ("--child-server ADDR") and SIGKILLs it.  Every
+ * transfer is checked byte for byte; errors must fail the request within
+ * a bound and leave the agent usable.  Skips (77) without $RXE_ADDR or an
+ * RDMA device.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "rdmaxfer.h"
+#include "rc_test.h"
+
+#define MiB		(1024UL * 1024)
+#define SRV_LEN		(24 * MiB)
+#define CLI_LEN		(24 * MiB)
+#define WAIT_MS		20000
+
+static const char *addr;
+static struct rdmaxfer_agent *srv, *cli;
+static struct rdmaxfer_peer *srv_peer;	/* server's view of cli */
+static struct rdmaxfer_peer *cli_peer;	/* cli's view of srv */
+static uint16_t srv_port;
+static uint8_t *srv_buf, *cli_buf;
+static struct rdmaxfer_mem *srv_mem;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void fill(uint8_t *p, size_t len, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (uint8_t)((i * 131 + seed * 7 + (i >> 9)) ^ seed);
+}
+
+static int new_agent(enum rdmaxfer_progress_mode mode, uint32_t qps,
+		     struct rdmaxfer_agent **ap)
+{
+	struct rdmaxfer_agent_attr attr;
+
+	rdmaxfer_agent_attr_init(&attr);
+	attr.progress = mode;
+	attr.qps_per_peer = qps;
+	return rdmaxfer_agent_create(&attr, ap);
+}
+
+static int connect_to(struct rdmaxfer_agent *a, struct rdmaxfer_peer **pp)
+{
+	return rdmaxfer_connect(a, addr, srv_port, 10000, pp);
+}
+
+static int xfer_sync(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
+		     const struct rdmaxfer_iov *iov,
+		     const struct rdmaxfer_desc *d, size_t n,
+		     const struct rdmaxfer_xfer_notif *notif)
+{
+	struct rdmaxfer_req *req;
+	int ret;
+
+	ret = rdmaxfer_xfer_prepare(peer, op, iov, n, d, n, notif, &req);
+	if (ret)
+		return ret;
+	ret = rdmaxfer_req_post(req);
+	if (!ret)
+		ret = rdmaxfer_req_wait(req, WAIT_MS);
+	if (ret)
+		rc_diag("transfer: %d (%s)", ret, rdmaxfer_req_strerror(req));
+	rdmaxfer_req_free(req);
+	return ret;
+}
+
+static int suite_init(void)
+{
+	int ret;
+
+	ret = new_agent(RDMAXFER_PROGRESS_THREAD, 1, &srv);
+	if (ret)
+		return 1;
+	ret = new_agent(RDMAXFER_PROGRESS_CALLER, 2, &cli);
+	if (ret)
+		return 1;
+	if (rdmaxfer_listen(srv, addr, 0) || rdmaxfer_listen_port(srv, &srv_port))
+		return 1;
+	srv_buf = aligned_alloc(4096, SRV_LEN);
+	cli_buf = aligned_alloc(4096, CLI_LEN);
+	if (!srv_buf || !cli_buf)
+		return 1;
+	memset(srv_buf, 0, SRV_LEN);
+	memset(cli_buf, 0, CLI_LEN);
+	if (rdmaxfer_mem_register(srv, srv_buf, SRV_LEN, RDMAXFER_MEM_HOST,
+				  &srv_mem))
+		return 1;
+	ret = connect_to(cli, &cli_peer);
+	if (ret) {
+		fprintf(stderr, "connect: %s\n", rdmaxfer_strerror(ret));
+		return 1;
+	}
+	return rdmaxfer_accept(srv, 10000, &srv_peer) ? 1 : 0;
+}
+
+static int suite_cleanup(void)
+{
+	rdmaxfer_agent_destroy(cli);
+	rdmaxfer_agent_destroy(srv);
+	free(srv_buf);
+	free(cli_buf);
+	return 0;
+}
+
+static void test_agent_info(void)
+{
+	struct rdmaxfer_agent_info info;
+	struct rdmaxfer_agent *a;
+	struct rdmaxfer_agent_attr attr;
+
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_agent_query(cli, &info), 0);
+	rc_diag("device %s port %u gid_index %d max_msg %u inline %u cache %s",
+		info.device, info.port, info.gid_index, info.max_msg_size,
+		info.max_inline, info.cache_monitor);
+	CU_ASSERT(info.port >= 1);
+	CU_ASSERT(info.max_msg_size > 0);
+	CU_ASSERT_EQUAL(info.qps_per_peer, 2);
+	/* the auto GID is the RoCE v2 IPv4 one the harness looked up */
+	if (getenv("RXE_GID_INDEX"))
+		CU_ASSERT_EQUAL(info.gid_index, atoi(getenv("RXE_GID_INDEX")));
+	CU_ASSERT_EQUAL(rdmaxfer_peer_state(cli_peer), RDMAXFER_PEER_CONNECTED);
+	CU_ASSERT_EQUAL(rdmaxfer_peer_state(srv_peer), RDMAXFER_PEER_CONNECTED);
+	CU_ASSERT_EQUAL(rdmaxfer_agent_query(srv, &info), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_peer_id(cli_peer), info.agent_id);
+
+	rdmaxfer_agent_attr_init(&attr);
+	attr.device = "no-such-device";
+	CU_ASSERT_EQUAL(rdmaxfer_agent_create(&attr, &a), -ENODEV);
+	rdmaxfer_agent_attr_init(&attr);
+	attr.qps_per_peer = 1000;
+	CU_ASSERT_EQUAL(rdmaxfer_agent_create(&attr, &a), -EINVAL);
+}
+
+/* Mixed sizes 1 B .. 8 MiB, unaligned on both sides, remote order reversed. */
+static const size_t sizes[] = { 1, 3, 64, 100, 4095, 4099, 65537,
+				MiB + 5, 8 * MiB };
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+static void build_lists(struct rdmaxfer_iov *iov, struct rdmaxfer_desc *d)
+{
+	size_t i, loff = 3, roff = SRV_LEN;
+
+	for (i = 0; i < NSIZES; i++) {
+		iov[i].addr = cli_buf + loff;
+		iov[i].len = sizes[i];
+		loff += sizes[i] + 17;
+		roff -= sizes[i] + 29;
+		CU_ASSERT_EQUAL(rdmaxfer_mem_desc(srv_mem, roff, sizes[i], &d[i]),
+				0);
+	}
+}
+
+static void test_write_list(void)
+{
+	struct rdmaxfer_iov iov[NSIZES];
+	struct rdmaxfer_desc d[NSIZES];
+	size_t i;
+
+	build_lists(iov, d);
+	fill(cli_buf, CLI_LEN, 1);
+	memset(srv_buf, 0, SRV_LEN);
+	CU_ASSERT_EQUAL_FATAL(xfer_sync(cli_peer, RDMAXFER_OP_WRITE, iov, d,
+					NSIZES, NULL), 0);
+	for (i = 0; i < NSIZES; i++) {
+		uint8_t *r = (uint8_t *)(uintptr_t)d[i].addr;
+
+		CU_ASSERT(!memcmp(r, iov[i].addr, sizes[i]));
+		/* nothing written around the target */
+		CU_ASSERT_EQUAL(r[-1], 0);
+		CU_ASSERT_EQUAL(r[sizes[i]], 0);
+	}
+}
+
+static void test_read_list(void)
+{
+	struct rdmaxfer_iov iov[NSIZES];
+	struct rdmaxfer_desc d[NSIZES];
+	size_t i;
+
+	build_lists(iov, d);
+	fill(srv_buf, SRV_LEN, 2);
+	memset(cli_buf, 0, CLI_LEN);
+	CU_ASSERT_EQUAL_FATAL(xfer_sync(cli_peer, RDMAXFER_OP_READ, iov, d,
+					NSIZES, NULL), 0);
+	for (i = 0; i < NSIZES; i++) {
+		uint8_t *l = iov[i].addr;
+
+		CU_ASSERT(!memcmp(l, (void *)(uintptr_t)d[i].addr, sizes[i]));
+		CU_ASSERT_EQUAL(l[-1], 0);
+		CU_ASSERT_EQUAL(l[sizes[i]], 0);
+	}
+}
+
+/* Many small WRs in one request: more than the SQ holds, so the backlog
+ * and periodic signalling are exercised. */
+static void test_long_list(void)
+{
+	enum { N = 1500, SZ = 33 };
+	struct rdmaxfer_iov *iov = calloc(N, sizeof(*iov));
+	struct rdmaxfer_desc *d = calloc(N, sizeof(*d));
+	size_t i;
+
+	CU_ASSERT_FATAL(iov && d);
+	fill(cli_buf, CLI_LEN, 3);
+	memset(srv_buf, 0, SRV_LEN);
+	for (i = 0; i < N; i++) {
+		iov[i].addr = cli_buf + i * 41;
+		iov[i].len = SZ;
+		CU_ASSERT_EQUAL(rdmaxfer_mem_desc(srv_mem, i * 37 + 1, SZ, &d[i]), 0);
+	}
+	/* later pieces overwrite the 4-byte overlap: order within a QP */
+	CU_ASSERT_EQUAL(xfer_sync(cli_peer, RDMAXFER_OP_WRITE, iov, d, N, NULL), 0);
+	for (i = 0; i < N; i++) {
+		uint8_t *r = srv_buf + i * 37 + 1;
+		size_t cmp = i + 1 < N ? 37 : SZ;
+
+		if (memcmp(r, iov[i].addr, cmp)) {
+			CU_FAIL("long list data");
+			break;
+		}
+	}
+	free(iov);
+	free(d);
+}
+
+static void test_repost(void)
+{
+	struct rdmaxfer_iov iov = { cli_buf + 5, 3 * MiB + 11 };
+	struct rdmaxfer_desc d;
+	struct rdmaxfer_req *req;
+	int i;
+
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_desc(srv_mem, 7, iov.len, &d), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_xfer_prepare(cli_peer, RDMAXFER_OP_WRITE,
+						    &iov, 1, &d, 1, NULL, &req), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_test(req), -EALREADY);
+	for (i = 0; i < 12; i++) {
+		memset(iov.addr, 0x30 + i, iov.len);
+		CU_ASSERT_EQUAL_FATAL(rdmaxfer_req_post(req), 0);
+		/* a request in flight cannot be posted again */
+		if (rdmaxfer_req_test(req) == -EINPROGRESS)
+			CU_ASSERT_EQUAL(rdmaxfer_req_post(req), -EBUSY);
+		CU_ASSERT_EQUAL_FATAL(rdmaxfer_req_wait(req, WAIT_MS), 0);
+		CU_ASSERT_EQUAL(rdmaxfer_req_test(req), 0);
+		CU_ASSERT(srv_buf[7] == 0x30 + i && srv_buf[7 + iov.len - 1] == 0x30 + i);
+		CU_ASSERT(!memcmp(srv_buf + 7, iov.addr, iov.len));
+	}
+	CU_ASSERT_EQUAL(rdmaxfer_req_bytes(req), iov.len);
+	CU_ASSERT_EQUAL(rdmaxfer_req_free(req), 0);
+}
+
+static void test_notif_order(void)
+{
+	enum { N = 60 };
+	struct rdmaxfer_notif *n = calloc(N + 8, sizeof(*n));
+	struct rdmaxfer_iov iov = { cli_buf, 256 };
+	struct rdmaxfer_desc d;
+	struct rdmaxfer_xfer_notif xn;
+	int i, got = 0, ret;
+	char msg[64];
+
+	CU_ASSERT_FATAL(n != NULL);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_desc(srv_mem, 0, 256, &d), 0);
+	for (i = 0; i < N; i++) {
+		if (i % 3 == 2) {
+			snprintf(msg, sizeof(msg), "message %d", i);
+			do {
+				ret = rdmaxfer_notif_send(cli_peer, 1000 + i,
+							  msg, strlen(msg) + 1);
+				if (ret == -EAGAIN)
+					rdmaxfer_progress(cli);
+			} while (ret == -EAGAIN);
+			CU_ASSERT_EQUAL(ret, 0);
+		} else {
+			/* the value tells the receiver where the data went */
+			memset(cli_buf, i, 256);
+			xn.value = 1000 + i;
+			CU_ASSERT_EQUAL(xfer_sync(cli_peer, RDMAXFER_OP_WRITE,
+						  &iov, &d, 1, &xn), 0);
+		}
+	}
+	while (got < N) {
+		ret = rdmaxfer_wait_notifs(srv, n + got, N + 8 - got, WAIT_MS);
+		if (ret <= 0)
+			break;
+		got += ret;
+	}
+	CU_ASSERT_EQUAL(got, N);
+	for (i = 0; i < got && i < N; i++) {
+		if (n[i].value != (uint32_t)(1000 + i) || n[i].peer != srv_peer) {
+			CU_FAIL("notification order or origin");
+			rc_diag("notif %d: value %u", i, n[i].value);
+			break;
+		}
+		if (i % 3 == 2) {
+			snprintf(msg, sizeof(msg), "message %d", i);
+			CU_ASSERT_EQUAL(n[i].type, RDMAXFER_NOTIF_MSG);
+			CU_ASSERT_EQUAL(n[i].len, strlen(msg) + 1);
+			CU_ASSERT(!strcmp((char *)n[i].data, msg));
+		} else {
+			CU_ASSERT_EQUAL(n[i].type, RDMAXFER_NOTIF_IMM);
+		}
+	}
+	/* nothing extra */
+	CU_ASSERT_EQUAL(rdmaxfer_get_notifs(srv, n, N), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_notif_send(cli_peer, 1, msg,
+					    RDMAXFER_NOTIF_MSG_MAX + 1), -EMSGSIZE);
+	free(n);
+}
+
+/* The notification of a striped READ/WRITE arrives after all its data. */
+static volatile int cb_count;
+static volatile int cb_bad;
+static size_t cb_len;
+
+static void notif_cb(void *user, const struct rdmaxfer_notif *n)
+{
+	uint8_t want = (uint8_t)n->value;
+	size_t i;
+
+	(void)user;
+	for (i = 0; i < cb_len; i += 4093)
+		if (srv_buf[i] != want)
+			cb_bad++;
+	if (srv_buf[cb_len - 1] != want)
+		cb_bad++;
+	__atomic_add_fetch(&cb_count, 1, __ATOMIC_SEQ_CST);
+}
+
+static void test_notif_callback_after_data(void)
+{
+	struct rdmaxfer_iov iov = { cli_buf, 6 * MiB };
+	struct rdmaxfer_desc d;
+	struct rdmaxfer_xfer_notif xn;
+	struct rdmaxfer_req *req;
+	double end;
+	int i;
+
+	cb_len = iov.len;
+	cb_count = 0;
+	cb_bad = 0;
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_set_notif_cb(srv, notif_cb, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_desc(srv_mem, 0, iov.len, &d), 0);
+	xn.value = 0;
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_xfer_prepare(cli_peer, RDMAXFER_OP_WRITE,
+						    &iov, 1, &d, 1, &xn, &req), 0);
+	for (i = 1; i <= 5; i++) {
+		memset(cli_buf, 0x40 + i, iov.len);
+		CU_ASSERT_EQUAL(rdmaxfer_req_free(req), 0);
+		xn.value = 0x40 + i;
+		CU_ASSERT_EQUAL_FATAL(rdmaxfer_xfer_prepare(cli_peer,
+				RDMAXFER_OP_WRITE, &iov, 1, &d, 1, &xn, &req), 0);
+		CU_ASSERT_EQUAL(rdmaxfer_req_post(req), 0);
+		CU_ASSERT_EQUAL(rdmaxfer_req_wait(req, WAIT_MS), 0);
+		end = now_s() + 10;
+		while (cb_count < i && now_s() < end)
+			usleep(1000);
+	}
+	rdmaxfer_req_free(req);
+	CU_ASSERT_EQUAL(cb_count, 5);
+	CU_ASSERT_EQUAL(cb_bad, 0);
+	CU_ASSERT_EQUAL(rdmaxfer_set_notif_cb(srv, NULL, NULL), 0);
+}
+
+struct fadd_arg {
+	int m;
+	uint64_t *olds;
+	int ret;
+};
+
+static struct rdmaxfer_desc word_desc;
+
+static void *fadd_thread(void *p)
+{
+	struct fadd_arg *a = p;
+	struct rdmaxfer_agent *ag;
+	struct rdmaxfer_peer *peer;
+	struct rdmaxfer_req *req;
+	uint64_t *res = aligned_alloc(64, 64);
+	int i;
+
+	a->ret = new_agent(RDMAXFER_PROGRESS_CALLER, 1, &ag);
+	if (a->ret)
+		return NULL;
+	a->ret = connect_to(ag, &peer);
+	if (a->ret)
+		goto destroy;
+	a->ret = rdmaxfer_atomic_prepare(peer, RDMAXFER_OP_FADD, &word_desc, 0,
+					 1, 0, res, &req);
+	if (a->ret)
+		goto destroy;
+	for (i = 0; i < a->m; i++) {
+		a->ret = rdmaxfer_req_post(req);
+		if (!a->ret)
+			a->ret = rdmaxfer_req_wait(req, WAIT_MS);
+		if (a->ret)
+			break;
+		a->olds[i] = *res;
+	}
+	rdmaxfer_req_free(req);
+destroy:
+	rdmaxfer_agent_destroy(ag);
+	free(res);
+	return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void test_fadd_contention(void)
+{
+	enum { N = 4, M = 150 };
+	struct fadd_arg args[N];
+	pthread_t th[N];
+	uint64_t *all = calloc(N * M, sizeof(*all));
+	volatile uint64_t *word = (uint64_t *)(srv_buf + 4096);
+	int i, j;
+
+	CU_ASSERT_FATAL(all != NULL);
+	*word = 0;
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_desc(srv_mem, 4096, 8, &word_desc), 0);
+	for (i = 0; i < N; i++) {
+		args[i].m = M;
+		args[i].olds = all + i * M;
+		args[i].ret = -1;
+		pthread_create(&th[i], NULL, fadd_thread, &args[i]);
+	}
+	for (i = 0; i < N; i++) {
+		pthread_join(th[i], NULL);
+		if (args[i].ret)
+			rc_diag("client %d: %s", i, rdmaxfer_strerror(args[i].ret));
+		CU_ASSERT_EQUAL(args[i].ret, 0);
+	}
+	CU_ASSERT_EQUAL(*word, (uint64_t)N * M);
+	/* every old value 0..N*M-1 seen exactly once: each add was atomic */
+	qsort(all, N * M, sizeof(*all), cmp_u64);
+	for (j = 0; j < N * M; j++) {
+		if (all[j] != (uint64_t)j) {
+			CU_FAIL("fetched values are not a permutation");
+			break;
+		}
+	}
+	free(all);
+}
+
+static void test_cswap(void)
+{
+	volatile uint64_t *word = (uint64_t *)(srv_buf + 8192);
+	uint64_t *res = aligned_alloc(64, 64);
+	struct rdmaxfer_desc d;
+	struct rdmaxfer_req *req;
+
+	*word = 5;
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_desc(srv_mem, 8192, 8, &d), 0);
+	/* mismatch: the word stays, the old value comes back */
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_atomic_prepare(cli_peer, RDMAXFER_OP_CSWAP,
+						      &d, 0, 4, 9, res, &req), 0);
+	*res = 77;
+	CU_ASSERT_EQUAL(rdmaxfer_req_post(req), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_wait(req, WAIT_MS), 0);
+	CU_ASSERT_EQUAL(*res, 5);
+	CU_ASSERT_EQUAL(*word, 5);
+	/* match: swapped */
+	CU_ASSERT_EQUAL(rdmaxfer_atomic_set(req, 5, 9), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post(req), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_wait(req, WAIT_MS), 0);
+	CU_ASSERT_EQUAL(*res, 5);
+	CU_ASSERT_EQUAL(*word, 9);
+	/* again with the same compare: no longer matches */
+	CU_ASSERT_EQUAL(rdmaxfer_req_post(req), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_wait(req, WAIT_MS), 0);
+	CU_ASSERT_EQUAL(*res, 9);
+	CU_ASSERT_EQUAL(*word, 9);
+	rdmaxfer_req_free(req);
+	/* bad arguments are refused before the wire */
+	CU_ASSERT_EQUAL(rdmaxfer_atomic_prepare(cli_peer, RDMAXFER_OP_CSWAP, &d,
+						4, 0, 0, res, &req), -ERANGE);
+	CU_ASSERT_EQUAL(rdmaxfer_atomic_prepare(cli_peer, RDMAXFER_OP_READ, &d,
+						0, 0, 0, res, &req), -EINVAL);
+	free(res);
+}
+
+/* A request on a peer the error put into ERROR state, then recovery. */
+static void expect_remote_error(struct rdmaxfer_desc *bad)
+{
+	struct rdmaxfer_iov iov = { cli_buf, bad->len };
+	struct rdmaxfer_desc good;
+	struct rdmaxfer_req *req;
+	double t0 = now_s();
+	int ret;
+
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_xfer_prepare(cli_peer, RDMAXFER_OP_WRITE,
+						    &iov, 1, bad, 1, NULL, &req), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_req_post(req), 0);
+	ret = rdmaxfer_req_wait(req, WAIT_MS);
+	rc_diag("bad request: %d %s (%s) after %.3f s", ret,
+		rdmaxfer_strerror(ret), rdmaxfer_req_strerror(req), now_s() - t0);
+	CU_ASSERT(ret != 0 && ret != -ETIMEDOUT && ret != -EINPROGRESS);
+	CU_ASSERT(ret == -EACCES || ret == -EREMOTEIO);
+	CU_ASSERT(strstr(rdmaxfer_req_strerror(req), "error") != NULL);
+	CU_ASSERT_NOT_EQUAL(rdmaxfer_peer_state(cli_peer), RDMAXFER_PEER_CONNECTED);
+	/* the failed peer refuses work until reconnected */
+	CU_ASSERT_EQUAL(rdmaxfer_req_post(req), -ENOTCONN);
+	CU_ASSERT_EQUAL(rdmaxfer_peer_reconnect(cli_peer, 10000), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_peer_state(cli_peer), RDMAXFER_PEER_CONNECTED);
+	rdmaxfer_req_free(req);
+
+	/* the agent and the same peer handle work again */
+	memset(cli_buf, 0x5a, 4096);
+	memset(srv_buf, 0, 4096);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_desc(srv_mem, 0, 4096, &good), 0);
+	iov.len = 4096;
+	CU_ASSERT_EQUAL(xfer_sync(cli_peer, RDMAXFER_OP_WRITE, &iov, &good, 1,
+				  NULL), 0);
+	CU_ASSERT(!memcmp(srv_buf, cli_buf, 4096));
+	/* the server re-accepted: take its new peer */
+	rdmaxfer_accept(srv, 5000, &srv_peer);
+}
+
+static void test_bad_rkey(void)
+{
+	struct rdmaxfer_desc d;
+
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_desc(srv_mem, 0, 4096, &d), 0);
+	d.rkey ^= 0x5a5a00;
+	expect_remote_error(&d);
+}
+
+static void test_out_of_bounds(void)
+{
+	struct rdmaxfer_desc d, sub;
+
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_desc(srv_mem, 0, 0, &d), 0);
+	CU_ASSERT_EQUAL(d.len, SRV_LEN);
+	/* caught locally when the descriptor is derived */
+	CU_ASSERT_EQUAL(rdmaxfer_desc_sub(&d, SRV_LEN - 8, 4096, &sub), -ERANGE);
+	CU_ASSERT_EQUAL(rdmaxfer_mem_desc(srv_mem, SRV_LEN, 1, &sub), -ERANGE);
+	/* a forged descriptor reaching past the region: caught remotely.
+	 * The cache may have registered a larger area; go well past it. */
+	d.addr += SRV_LEN + 64 * MiB;
+	d.len = 4096;
+	expect_remote_error(&d);
+}
+
+static void test_reserved_kinds(void)
+{
+	struct rdmaxfer_mem *m;
+	struct rdmaxfer_desc d;
+	struct rdmaxfer_iov iov = { cli_buf, 8 };
+	struct rdmaxfer_req *req;
+
+	CU_ASSERT_EQUAL(rdmaxfer_mem_register(cli, cli_buf, 4096,
+					      RDMAXFER_MEM_ODP, &m), -EOPNOTSUPP);
+	CU_ASSERT_EQUAL(rdmaxfer_mem_register(cli, cli_buf, 4096,
+					      RDMAXFER_MEM_DEVICE, &m), -EOPNOTSUPP);
+	CU_ASSERT_EQUAL(rdmaxfer_mem_register(cli, cli_buf, 4096,
+					      RDMAXFER_MEM_DMABUF, &m), -EOPNOTSUPP);
+	CU_ASSERT_EQUAL(rdmaxfer_mem_register(cli, cli_buf, 4096, 99, &m), -EINVAL);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_desc(srv_mem, 0, 8, &d), 0);
+	d.kind = RDMAXFER_MEM_DMABUF;
+	CU_ASSERT_EQUAL(rdmaxfer_xfer_prepare(cli_peer, RDMAXFER_OP_WRITE, &iov,
+					      1, &d, 1, NULL, &req), -EOPNOTSUPP);
+	d.kind = RDMAXFER_MEM_HOST;
+	d.len = 9;
+	CU_ASSERT_EQUAL(rdmaxfer_xfer_prepare(cli_peer, RDMAXFER_OP_WRITE, &iov,
+					      1, &d, 1, NULL, &req), -EINVAL);
+}
+
+static void test_metadata(void)
+{
+	struct rdmaxfer_agent_info info;
+	struct rdmaxfer_desc d;
+	struct rdmaxfer_md *md;
+	struct rdmaxfer_agent *a;
+	struct rdmaxfer_peer *p;
+	uint8_t blob[512], junk[300];
+	size_t len, i;
+
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_desc(srv_mem, 100, 200, &d), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_md_pack(srv, &d, 1, NULL, 0, &len), -ENOSPC);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_md_pack(srv, &d, 1, blob, sizeof(blob),
+					       &len), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_md_parse(blob, len, &md), 0);
+	rdmaxfer_agent_query(srv, &info);
+	CU_ASSERT_EQUAL(md->agent_id, info.agent_id);
+	CU_ASSERT(md->listening);
+	CU_ASSERT_EQUAL(md->listen_port, srv_port);
+	CU_ASSERT(!strcmp(md->host, addr));
+	CU_ASSERT_EQUAL(md->ndescs, 1);
+	CU_ASSERT(!memcmp(&md->descs[0], &d, sizeof(d)));
+	rdmaxfer_md_free(md);
+
+	/* out-of-band connect from the blob */
+	CU_ASSERT_EQUAL_FATAL(new_agent(RDMAXFER_PROGRESS_CALLER, 1, &a), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_connect_md(a, blob, len, 10000, &p), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_peer_id(p), info.agent_id);
+	/* garbage, truncation, another version: clean errors, no connection */
+	for (i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)(i * 7 + 3);
+	CU_ASSERT_EQUAL(rdmaxfer_connect_md(a, junk, sizeof(junk), 1000, &p), -EINVAL);
+	CU_ASSERT_EQUAL(rdmaxfer_connect_md(a, blob, len - 1, 1000, &p), -EINVAL);
+	blob[4]++;
+	CU_ASSERT_EQUAL(rdmaxfer_connect_md(a, blob, len, 1000, &p), -EPROTO);
+	blob[4]--;
+	/* a blob of an agent that does not listen */
+	{
+		uint8_t b2[512];
+		size_t l2;
+
+		CU_ASSERT_EQUAL(rdmaxfer_md_pack(a, NULL, 0, b2, sizeof(b2), &l2), 0);
+		CU_ASSERT_EQUAL(rdmaxfer_connect_md(cli, b2, l2, 1000, &p),
+				-EDESTADDRREQ);
+	}
+	rdmaxfer_agent_destroy(a);
+}
+
+static void test_connect_errors(void)
+{
+	struct rdmaxfer_peer *p;
+	double t0 = now_s();
+	int ret;
+
+	/* nobody listens on this port */
+	ret = rdmaxfer_connect(cli, addr, (uint16_t)(srv_port + 1), 5000, &p);
+	rc_diag("connect to a closed port: %s after %.3f s",
+		rdmaxfer_strerror(ret), now_s() - t0);
+	CU_ASSERT(ret == -ECONNREFUSED || ret == -EHOSTUNREACH || ret == -ETIMEDOUT);
+	CU_ASSERT(now_s() - t0 < 8);
+	/* listening twice */
+	CU_ASSERT_EQUAL(rdmaxfer_listen(srv, addr, 0), -EALREADY);
+	/* an address that is not ours */
+	CU_ASSERT(rdmaxfer_connect(cli, "no.such.host.invalid", 1, 1000, &p) < 0);
+}
+
+/* Child server in its own process, so it can be killed. */
+static int child_server(const char *a)
+{
+	struct rdmaxfer_agent *ag;
+	struct rdmaxfer_mem *m;
+	struct rdmaxfer_desc d;
+	void *buf = aligned_alloc(4096, MiB);
+	uint16_t port;
+
+	alarm(120);	/* never outlive the test */
+	if (!buf || new_agent(RDMAXFER_PROGRESS_THREAD, 1, &ag) ||
+	    rdmaxfer_listen(ag, a, 0) || rdmaxfer_listen_port(ag, &port) ||
+	    rdmaxfer_mem_register(ag, buf, MiB, RDMAXFER_MEM_HOST, &m) ||
+	    rdmaxfer_mem_desc(m, 0, 0, &d))
+		return 1;
+	printf("%u %llu %llu %u\n", port, (unsigned long long)d.addr,
+	       (unsigned long long)d.len, d.rkey);
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
+static void test_killed_peer(void)
+{
+	struct rdmaxfer_iov iov = { cli_buf, 64 * 1024 };
+	struct rdmaxfer_desc d = { .kind = RDMAXFER_MEM_HOST };
+	struct rdmaxfer_peer *p;
+	struct rdmaxfer_req *req;
+	unsigned int port, rkey;
+	unsigned long long a, l;
+	int fds[2], ret, status, i;
+	double t0;
+	FILE *f;
+	pid_t pid;
+
+	CU_ASSERT_FATAL(pipe(fds) == 0);
+	pid = fork();
+	if (!pid) {
+		dup2(fds[1], 1);
+		close(fds[0]);
+		execl("/proc/self/exe", "test_rdmaxfer", "--child-server", addr,
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	f = fdopen(fds[0], "r");
+	if (!f || fscanf(f, "%u %llu %llu %u", &port, &a, &l, &rkey) != 4) {
+		CU_FAIL("child server did not start");
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		if (f)
+			fclose(f);
+		return;
+	}
+	fclose(f);
+	d.addr = a;
+	d.len = iov.len;
+	d.rkey = rkey;
+	ret = rdmaxfer_connect(cli, addr, (uint16_t)port, 10000, &p);
+	CU_ASSERT_EQUAL_FATAL(ret, 0);
+	CU_ASSERT_EQUAL(xfer_sync(p, RDMAXFER_OP_WRITE, &iov, &d, 1, NULL), 0);
+
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	t0 = now_s();
+	/* keep posting until the loss shows: through a CM event (-ENOTCONN
+	 * at post) or a failed request (flush or transport retries) */
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_xfer_prepare(p, RDMAXFER_OP_WRITE, &iov, 1,
+						    &d, 1, NULL, &req), 0);
+	ret = 0;
+	for (i = 0; i < 1000 && !ret && now_s() - t0 < 30; i++) {
+		ret = rdmaxfer_req_post(req);
+		if (!ret)
+			ret = rdmaxfer_req_wait(req, 30000);
+	}
+	rc_diag("dead peer reported after %.3f s: %s (%s)", now_s() - t0,
+		rdmaxfer_strerror(ret), rdmaxfer_req_strerror(req));
+	CU_ASSERT(ret == -ENOTCONN || ret == -ECONNRESET || ret == -ETIMEDOUT ||
+		  ret == -ECANCELED);
+	CU_ASSERT(now_s() - t0 < 30);
+	CU_ASSERT_NOT_EQUAL(rdmaxfer_peer_state(p), RDMAXFER_PEER_CONNECTED);
+	CU_ASSERT_EQUAL(rdmaxfer_req_free(req), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_peer_destroy(p), 0);
+
+	/* the agent still works with its other peer */
+	{
+		struct rdmaxfer_desc good;
+
+		memset(cli_buf, 0x6b, 8192);
+		memset(srv_buf, 0, 8192);
+		CU_ASSERT_EQUAL(rdmaxfer_mem_desc(srv_mem, 0, 8192, &good), 0);
+		iov.len = 8192;
+		CU_ASSERT_EQUAL(xfer_sync(cli_peer, RDMAXFER_OP_WRITE, &iov,
+					  &good, 1, NULL), 0);
+		CU_ASSERT(!memcmp(srv_buf, cli_buf, 8192));
+	}
+}
+
+static void test_cache_register_once(void)
+{
+	struct regcache_stats s0, s1, s2;
+	struct rdmaxfer_agent_info info;
+	uint8_t *buf = aligned_alloc(4096, 2 * MiB);
+	struct rdmaxfer_iov iov[2] = { { buf + 1, 5000 }, { buf + MiB, MiB } };
+	struct rdmaxfer_desc d[2];
+	struct rdmaxfer_req *req;
+	int i;
+
+	CU_ASSERT_FATAL(buf != NULL);
+	rdmaxfer_agent_query(cli, &info);
+	if (!strcmp(info.cache_monitor, "none")) {
+		rc_skip("cache monitor is \"none\": every use registers");
+		free(buf);
+		return;
+	}
+	memset(buf, 0x11, 2 * MiB);
+	CU_ASSERT_EQUAL(rdmaxfer_mem_desc(srv_mem, 0, 5000, &d[0]), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_mem_desc(srv_mem, 2 * MiB, MiB, &d[1]), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_agent_cache_stats(cli, &s0), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_xfer_prepare(cli_peer, RDMAXFER_OP_WRITE,
+						    iov, 2, d, 2, NULL, &req), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post(req), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_wait(req, WAIT_MS), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_agent_cache_stats(cli, &s1), 0);
+	CU_ASSERT(s1.registrations - s0.registrations >= 1);
+	CU_ASSERT(s1.registrations - s0.registrations <= 2);
+	for (i = 0; i < 30; i++) {
+		CU_ASSERT_EQUAL(rdmaxfer_req_post(req), 0);
+		CU_ASSERT_EQUAL(rdmaxfer_req_wait(req, WAIT_MS), 0);
+	}
+	rdmaxfer_req_free(req);
+	/* a second request over the same buffers: still no registration */
+	CU_ASSERT_EQUAL(xfer_sync(cli_peer, RDMAXFER_OP_WRITE, iov, d, 2, NULL), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_agent_cache_stats(cli, &s2), 0);
+	rc_diag("monitor %s: registrations %llu -> %llu -> %llu, hits +%llu",
+		info.cache_monitor, (unsigned long long)s0.registrations,
+		(unsigned long long)s1.registrations,
+		(unsigned long long)s2.registrations,
+		(unsigned long long)(s2.hits - s1.hits));
+	CU_ASSERT_EQUAL(s2.registrations, s1.registrations);
+	CU_ASSERT(s2.hits - s1.hits >= 30);
+	CU_ASSERT(!memcmp(srv_buf + 2 * MiB, buf + MiB, MiB));
+	free(buf);
+}
+
+static void test_cache_remap(void)
+{
+	const size_t len = 2 * MiB;
+	struct rdmaxfer_iov iov;
+	struct rdmaxfer_desc d;
+	struct rdmaxfer_req *req;
+	uint8_t *p, *q;
+	int round;
+
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	CU_ASSERT_FATAL(p != MAP_FAILED);
+	memset(p, 0xa1, len);
+	iov.addr = p + 100;
+	iov.len = len - 200;
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_desc(srv_mem, 0, iov.len, &d), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_xfer_prepare(cli_peer, RDMAXFER_OP_WRITE,
+						    &iov, 1, &d, 1, NULL, &req), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post(req), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_wait(req, WAIT_MS), 0);
+	CU_ASSERT(srv_buf[0] == 0xa1 && srv_buf[iov.len - 1] == 0xa1);
+	for (round = 0; round < 3; round++) {
+		uint8_t v = (uint8_t)(0xb2 + round);
+
+		/* same virtual addresses, new pages */
+		CU_ASSERT_FATAL(munmap(p, len) == 0);
+		q = mmap(p, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		CU_ASSERT_FATAL(q == p);
+		memset(p, v, len);
+		CU_ASSERT_EQUAL(rdmaxfer_req_post(req), 0);
+		CU_ASSERT_EQUAL(rdmaxfer_req_wait(req, WAIT_MS), 0);
+		CU_ASSERT_EQUAL(srv_buf[0], v);
+		CU_ASSERT_EQUAL(srv_buf[iov.len / 2], v);
+		CU_ASSERT_EQUAL(srv_buf[iov.len - 1], v);
+	}
+	rdmaxfer_req_free(req);
+	munmap(p, len);
+}
+
+struct conn_arg {
+	struct rdmaxfer_agent *agent;
+	uint16_t port;
+	struct rdmaxfer_peer *peer;
+	int ret;
+};
+
+static void *connect_thread(void *p)
+{
+	struct conn_arg *c = p;
+
+	c->ret = rdmaxfer_connect(c->agent, addr, c->port, 10000, &c->peer);
+	return NULL;
+}
+
+/* Both sides caller-driven: accept and wait_notifs drive the acceptor,
+ * the striped WRITE (3 QPs) carries a deferred notification. */
+static void test_caller_mode_both(void)
+{
+	struct rdmaxfer_agent *a, *b;
+	struct rdmaxfer_peer *pa = NULL;
+	struct rdmaxfer_mem *m;
+	struct rdmaxfer_desc d;
+	struct rdmaxfer_iov iov = { cli_buf + 1, 300001 };
+	struct rdmaxfer_xfer_notif xn = { .value = 0xabcdef12 };
+	struct rdmaxfer_notif *n = calloc(4, sizeof(*n));
+	uint8_t *buf = calloc(1, 300001);
+	struct conn_arg c;
+	pthread_t th;
+
+	CU_ASSERT_FATAL(n && buf);
+	CU_ASSERT_EQUAL_FATAL(new_agent(RDMAXFER_PROGRESS_CALLER, 1, &a), 0);
+	CU_ASSERT_EQUAL_FATAL(new_agent(RDMAXFER_PROGRESS_CALLER, 3, &b), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_listen(a, addr, 0), 0);
+	c.agent = b;
+	c.ret = -1;
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_listen_port(a, &c.port), 0);
+	pthread_create(&th, NULL, connect_thread, &c);
+	CU_ASSERT_EQUAL(rdmaxfer_accept(a, 15000, &pa), 0);
+	pthread_join(th, NULL);
+	CU_ASSERT_EQUAL_FATAL(c.ret, 0);
+	CU_ASSERT_EQUAL(rdmaxfer_accept(a, 0, &pa), -ETIMEDOUT);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_register(a, buf, 300001,
+						    RDMAXFER_MEM_HOST, &m), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_desc(m, 0, 0, &d), 0);
+	fill(iov.addr, iov.len, 9);
+	CU_ASSERT_EQUAL(xfer_sync(c.peer, RDMAXFER_OP_WRITE, &iov, &d, 1, &xn), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_wait_notifs(a, n, 4, WAIT_MS), 1);
+	CU_ASSERT_EQUAL(n[0].value, 0xabcdef12);
+	CU_ASSERT_EQUAL(n[0].type, RDMAXFER_NOTIF_IMM);
+	CU_ASSERT(!memcmp(buf, iov.addr, iov.len));
+	/* and back: READ striped over the 3 QPs */
+	memset(iov.addr, 0, iov.len);
+	CU_ASSERT_EQUAL(xfer_sync(c.peer, RDMAXFER_OP_READ, &iov, &d, 1, NULL), 0);
+	CU_ASSERT(!memcmp(buf, iov.addr, iov.len));
+	CU_ASSERT_EQUAL(rdmaxfer_mem_deregister(m), 0);
+	rdmaxfer_agent_destroy(b);
+	rdmaxfer_agent_destroy(a);
+	free(buf);
+	free(n);
+}
+
+static const struct rc_test_case cases[] = {
+	{ "agent_info", test_agent_info },
+	{ "write_list_mixed_sizes", test_write_list },
+	{ "read_list_mixed_sizes", test_read_list },
+	{ "long_list_backlog", test_long_list },
+	{ "repost_prepared", test_repost },
+	{ "notif_count_order", test_notif_order },
+	{ "notif_callback_after_data", test_notif_callback_after_data },
+	{ "fadd_contention", test_fadd_contention },
+	{ "cswap_semantics", test_cswap },
+	{ "reserved_mem_kinds", test_reserved_kinds },
+	{ "metadata_blob", test_metadata },
+	{ "connect_errors", test_connect_errors },
+	{ "cache_register_once", test_cache_register_once },
+	{ "cache_munmap_mmap", test_cache_remap },
+	{ "error_bad_rkey", test_bad_rkey },
+	{ "error_out_of_bounds", test_out_of_bounds },
+	{ "error_killed_peer", test_killed_peer },
+	{ "caller_mode_both_sides", test_caller_mode_both },
+	{ NULL, NULL },
+};
+
+int main(int argc, char **argv)
+{
+	struct rdmaxfer_agent *probe;
+	int ret;
+
+	if (argc == 3 && !strcmp(argv[1], "--child-server"))
+		return child_server(argv[2]);
+	addr = getenv("RXE_ADDR");
+	if (!addr || !*addr)
+		rc_skip_all("RXE_ADDR not set: needs the VM harness (rxe)");
+	ret = rdmaxfer_agent_create(NULL, &probe);
+	if (ret)
+		rc_skip_all("no usable RDMA device: %s", rdmaxfer_strerror(ret));
+	rdmaxfer_agent_destroy(probe);
+	signal(SIGPIPE, SIG_IGN);
+	rc_add_suite("rdmaxfer", suite_init, suite_cleanup, cases);
+	return rc_test_main(argc, argv);
+}

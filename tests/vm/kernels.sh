@@ -31,10 +31,11 @@ rc_kernel_info()
 		KAPT=host
 		;;
 	7.3)
-		# trixie-backports: the image package is a stub, the kernel and
-		# the modules (.ko.xz) come in separate packages.
+		# trixie-backports: the image package is a stub; the kernel, the
+		# modules (.ko.xz) and modules.builtin/config come in separate
+		# packages.
 		KVER=7.3.4+deb13-amd64
-		KPKGS="linux-binary-$KVER linux-modules-$KVER"
+		KPKGS="linux-binary-$KVER linux-modules-$KVER linux-base-$KVER"
 		KHDRS="linux-headers-$KVER linux-headers-7.3.4+deb13-common linux-kbuild-7.3.4+deb13"
 		KAPT=trixie
 		;;

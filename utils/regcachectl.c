@@ -84,7 +84,7 @@ static int show_params(bool nested)
 	int ret;
 
 	if (json)
-		printf("%s\"parameters\": {", nested ? ", " : "{");
+		printf("%s", nested ? ", \"parameters\": {" : "{");
 	else
 		printf("parameters:\n");
 	for (i = 0; i < ARRAY_SIZE(params); i++) {

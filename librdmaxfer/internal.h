@@ -281,6 +281,8 @@ void rx_fail_backlog(struct rx_qp *qp, int err);
 
 /* mem.c */
 void rx_mem_release(struct rdmaxfer_mem *mem);
+int rx_cache_get(struct regcache *cache, void *addr, size_t len,
+		 struct regcache_entry **entryp);
 
 /* notif.c */
 int rx_post_recv(struct rdmaxfer_agent *agent, uint32_t index);

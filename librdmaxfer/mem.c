@@ -27,6 +27,33 @@ static int check_kind(enum rdmaxfer_mem_kind kind)
 	}
 }
 
+/*
+ * A cache get that survives never-touched memory.  With the userfaultfd
+ * monitor the range is watched for missing pages, and the pinning fault
+ * ibv_reg_mr takes inside the kernel on a page that was never touched can
+ * fail with -EFAULT (see libregcache(7), uffd limits).  Reading each page
+ * once maps the zero page, after which pinning only needs a copy-on-write
+ * fault, which userfaultfd does not intercept; then retry.
+ */
+int rx_cache_get(struct regcache *cache, void *addr, size_t len,
+		 struct regcache_entry **entryp)
+{
+	const volatile uint8_t *p;
+	uintptr_t page = 4096, a, end;
+	int ret;
+
+	ret = regcache_get(cache, addr, len, RX_ACCESS, entryp);
+	if (ret != -EFAULT)
+		return ret;
+	end = (uintptr_t)addr + len;
+	for (a = (uintptr_t)addr & ~(page - 1); a < end; a += page) {
+		p = (const volatile uint8_t *)(a < (uintptr_t)addr ?
+					       (uintptr_t)addr : a);
+		(void)*p;
+	}
+	return regcache_get(cache, addr, len, RX_ACCESS, entryp);
+}
+
 RX_EXPORT
 int rdmaxfer_mem_register(struct rdmaxfer_agent *agent, void *addr,
 			  size_t len, enum rdmaxfer_mem_kind kind,
@@ -44,7 +71,7 @@ int rdmaxfer_mem_register(struct rdmaxfer_agent *agent, void *addr,
 	mem = calloc(1, sizeof(*mem));
 	if (!mem)
 		return -ENOMEM;
-	ret = regcache_get(agent->cache, addr, len, RX_ACCESS, &mem->entry);
+	ret = rx_cache_get(agent->cache, addr, len, &mem->entry);
 	if (ret) {
 		free(mem);
 		return ret;

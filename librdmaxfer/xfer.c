@@ -509,8 +509,8 @@ static int req_take_regs(struct rdmaxfer_req *req)
 	for (i = 0; i < req->nlocal; i++) {
 		struct regcache_entry *e;
 
-		ret = regcache_get(cache, req->local[i].addr, req->local[i].len,
-				   RX_ACCESS, &e);
+		ret = rx_cache_get(cache, req->local[i].addr,
+				   req->local[i].len, &e);
 		if (ret)
 			return ret;
 		if (req->ents[i]) {

@@ -1,0 +1,36 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# install-deps.sh [--list]: install (as root, with apt-get) every Debian 12
+# package needed to build regcache/rdmaxfer and run its tests, host and
+# VM.  --list prints the packages instead.  Used by .ci/run and
+# scripts/run-main.sh; the one place the list lives.
+set -eu
+
+packages="
+autoconf automake libtool pkg-config make gcc
+libibverbs-dev librdmacm-dev liburing-dev libcunit1-dev
+linux-headers-amd64 mandoc
+qemu-system-x86 busybox-static cpio kmod xz-utils zstd
+rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
+iproute2 debootstrap debian-archive-keyring util-linux
+"
+# build: autotools, gcc, rdma-core/liburing/CUnit headers, the 6.1 kernel
+#   headers for regcache.ko, mandoc for the man page lint.
+# VM harness: QEMU, static busybox + cpio + kmod + xz/zstd for the guest's
+#   initramfs, the rdma-core tools and perftest the guest runs from the host
+#   root, iproute2 (ip, rdma), debootstrap for the Debian 13 build root of
+#   the 7.3 module, the archive keyring for trixie.
+
+if [ "${1:-}" = --list ]; then
+	echo $packages
+	exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+	echo "install-deps.sh: run as root (apt-get install)" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $packages

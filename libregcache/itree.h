@@ -36,6 +36,27 @@ void rc_itree_remove(struct rc_itree *tree, struct rc_itree_node *node);
 int rc_itree_visit(const struct rc_itree *tree, uintptr_t start, uintptr_t end,
 		   rc_itree_visit_fn fn, void *arg);
 
+/*
+ * The node with the greatest start <= addr, or NULL: when ranges rarely
+ * overlap it is the only one that can cover addr, so the hit path tries
+ * it before a full overlap walk.
+ */
+static inline struct rc_itree_node *rc_itree_floor(const struct rc_itree *tree,
+						   uintptr_t addr)
+{
+	struct rc_itree_node *n = tree->root, *best = NULL;
+
+	while (n) {
+		if (n->start <= addr) {
+			best = n;
+			n = n->right;
+		} else {
+			n = n->left;
+		}
+	}
+	return best;
+}
+
 /* Visit every node, in ascending start order. */
 int rc_itree_visit_all(const struct rc_itree *tree, rc_itree_visit_fn fn,
 		       void *arg);

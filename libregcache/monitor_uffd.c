@@ -26,7 +26,9 @@
  * pages the kernel dropped); touching them raises a missing fault that
  * this thread resolves with UFFDIO_ZEROPAGE, which is what the kernel
  * would have done (anonymous and shmem memory read as zero when not
- * present).  Where that is impossible (hugetlb) the covering entries are
+ * present).  (libfabric's uffd monitor treats such a fault as fatal and
+ * aborts: it relies on every registration pinning populated pages, which
+ * does not hold for ODP or for a MADV_DONTNEED racing with the event.)  Where that is impossible (hugetlb) the covering entries are
  * dropped and their ranges unregistered, and the faulting thread is woken
  * to retry without userfaultfd.
  *

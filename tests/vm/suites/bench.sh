@@ -1,0 +1,209 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# bench: functional smoke of rdmaxfer-bench and rdmaxfer-info on rxe.
+# Every bench test runs once, small and short, server and client in this
+# guest on $RXE_ADDR, with --validate (the data pattern, or the exact
+# sequence of atomic results, is checked at the end) and --json output that
+# must parse.  rdmaxfer-info must list the device, report ODP as the
+# running kernel's rxe offers it (7.3: yes, 6.1: no), and emit valid JSON.
+# Bad input must fail with a message, never hang or crash.  No speed is
+# asserted here: numbers under TCG mean nothing outside one run's ratios.
+. "$RC_SRCDIR/tests/vm/guest-lib.sh"
+
+BENCH=$RC_BUILDDIR/utils/rdmaxfer-bench
+INFO=$RC_BUILDDIR/utils/rdmaxfer-info
+OUT=/tmp/bench
+mkdir -p "$OUT"
+port=18600
+t_start=$(date +%s)
+
+json_ok()
+{
+	python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$1"
+}
+
+# bench_pair NAME TEST [CLIENT OPTIONS...]: server in the background, the
+# client in the foreground, both bounded; passes when both exit 0 and the
+# client's JSON output parses.
+bench_pair()
+{
+	name=$1
+	test=$2
+	shift 2
+	echo "### bench $name: $test $* (t=$(($(date +%s) - t_start)) s)"
+	port=$((port + 1))
+	timeout 120 "$BENCH" -p "$port" -d "$RXE_DEV" "$test" \
+		>"$OUT/$name.srv" 2>&1 &
+	spid=$!
+	timeout 120 "$BENCH" -p "$port" -d "$RXE_DEV" --validate --json \
+		"$@" "$test" "$RXE_ADDR" >"$OUT/$name.json" 2>"$OUT/$name.err"
+	crc=$?
+	wait "$spid"
+	src=$?
+	cat "$OUT/$name.json" "$OUT/$name.err"
+	sed 's/^/server: /' "$OUT/$name.srv"
+	if [ "$crc" != 0 ] || [ "$src" != 0 ]; then
+		rc_fail "bench $name" "client exit $crc, server exit $src: $(tail -n 2 "$OUT/$name.err")"
+		return 1
+	fi
+	if ! json_ok "$OUT/$name.json"; then
+		rc_fail "bench $name" "--json output does not parse"
+		return 1
+	fi
+	if ! grep -q '"validate": "passed"' "$OUT/$name.json"; then
+		rc_fail "bench $name" "validation did not pass"
+		return 1
+	fi
+	rc_ok "bench $name"
+}
+
+# --- every test, small --------------------------------------------------
+bench_pair write_bw write_bw -s 4096 -n 200 -w 16
+bench_pair write_bw-all write_bw -a -n 20 -w 8
+bench_pair write_bw-postlist write_bw -s 64 -n 256 -w 8 -l 4 -q 2
+bench_pair read_bw read_bw -s 65536 -n 100 -w 8
+bench_pair write_lat write_lat -s 2 -n 200
+bench_pair write_lat-4k write_lat -s 4096 -n 100
+bench_pair read_lat read_lat -s 4096 -n 100
+bench_pair fadd_lat fadd_lat -n 200
+bench_pair cswap_lat cswap_lat -n 200
+bench_pair nixl nixl --total 8M --chunks 16 -n 3 --cache both
+
+# The result rows carry what they claim: one row per size, by name.
+rows=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["results"]))' "$OUT/write_bw-all.json" 2>/dev/null)
+if [ "$rows" = 23 ]; then
+	rc_ok "bench write_bw -a: 23 sizes (2 B .. 8 MiB)"
+else
+	rc_fail "bench write_bw -a: 23 sizes (2 B .. 8 MiB)" "got '$rows' rows"
+fi
+if python3 - "$OUT/nixl.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))["results"]
+modes = sorted({(x["cache"], x["phase"]) for x in r})
+assert modes == [("off", "first"), ("off", "steady"), ("on", "first"), ("on", "steady")], modes
+for x in r:
+    assert x["reg_ms"] >= 0 and x["xfer_ms"] > 0 and 0 <= x["reg_share_pct"] <= 100, x
+EOF
+then
+	rc_ok "bench nixl: off and on rows with sane shares"
+else
+	rc_fail "bench nixl: off and on rows with sane shares"
+fi
+
+# reg: local only; ODP row present exactly when rxe offers it (7.3)
+if timeout 120 "$BENCH" -d "$RXE_DEV" --json -n 5 -s 1M reg >"$OUT/reg.json" 2>"$OUT/reg.err" &&
+   json_ok "$OUT/reg.json"; then
+	cat "$OUT/reg.json"
+	odp=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["odp"])' "$OUT/reg.json")
+	case $RC_KERNEL:$odp in
+	7.3:True|6.1:False) rc_ok "bench reg (ODP measured: $odp on $RC_KERNEL)" ;;
+	*) rc_fail "bench reg" "ODP measured '$odp' on $RC_KERNEL" ;;
+	esac
+else
+	cat "$OUT/reg.err"
+	rc_fail "bench reg" "$(tail -n 1 "$OUT/reg.err")"
+fi
+rc_check "bench reg text output (4 KiB .. 64 KiB)" \
+	timeout 120 "$BENCH" -d "$RXE_DEV" -n 3 -s 64K reg
+
+# --- bad input ---------------------------------------------------------
+# expect_fail NAME SECONDS PATTERN CMD...: non-zero exit within SECONDS (not
+# killed by timeout), and PATTERN in its stderr.
+expect_fail()
+{
+	name=$1
+	secs=$2
+	pat=$3
+	shift 3
+	echo "### $name (t=$(($(date +%s) - t_start)) s)"
+	timeout "$secs" "$@" >"$OUT/bad.out" 2>"$OUT/bad.err"
+	st=$?
+	cat "$OUT/bad.err"
+	if [ "$st" = 0 ]; then
+		rc_fail "$name" "exit status 0"
+	elif [ "$st" = 124 ] || [ "$st" -ge 128 ]; then
+		rc_fail "$name" "status $st: killed or crashed"
+	elif ! grep -q -- "$pat" "$OUT/bad.err"; then
+		rc_fail "$name" "no '$pat' in: $(tail -n 1 "$OUT/bad.err")"
+	else
+		rc_ok "$name"
+	fi
+}
+expect_fail "bench: unknown device" 30 "cannot open RDMA device 'nosuchdev'" \
+	"$BENCH" -d nosuchdev write_bw "$RXE_ADDR"
+# 10.0.2.99 is on eth0's subnet but nobody answers ARP
+expect_fail "bench: unreachable peer fails within the timeout" 40 "cannot connect" \
+	"$BENCH" -d "$RXE_DEV" --timeout 3000 write_bw 10.0.2.99
+expect_fail "bench: no server (connection refused)" 40 "cannot connect" \
+	"$BENCH" -d "$RXE_DEV" --timeout 2000 -p 18599 write_bw "$RXE_ADDR"
+expect_fail "bench: oversized request" 10 "(-90)" \
+	"$BENCH" -d "$RXE_DEV" -s 2G write_bw "$RXE_ADDR"
+expect_fail "bench: bad option" 10 "invalid window" \
+	"$BENCH" -w 0 write_bw "$RXE_ADDR"
+expect_fail "bench: unknown test" 10 "unknown test" "$BENCH" frobnicate
+# busy port: a second server on the same port
+timeout 30 "$BENCH" -d "$RXE_DEV" -p 18650 -D 20 write_bw >/dev/null 2>&1 &
+bpid=$!
+sleep 2
+expect_fail "bench: busy port" 20 "cannot listen on port 18650" \
+	"$BENCH" -d "$RXE_DEV" -p 18650 write_bw
+kill "$bpid" 2>/dev/null
+wait "$bpid" 2>/dev/null
+
+# --- rdmaxfer-info -----------------------------------------------------
+if timeout 60 "$INFO" >"$OUT/info.txt" 2>&1; then
+	cat "$OUT/info.txt"
+	if grep -q "^device $RXE_DEV " "$OUT/info.txt"; then
+		rc_ok "rdmaxfer-info lists $RXE_DEV"
+	else
+		rc_fail "rdmaxfer-info lists $RXE_DEV"
+	fi
+else
+	cat "$OUT/info.txt"
+	rc_fail "rdmaxfer-info lists $RXE_DEV" "exit status non-zero"
+fi
+if timeout 60 "$INFO" --json >"$OUT/info.json" 2>"$OUT/info.err" && json_ok "$OUT/info.json"; then
+	rc_ok "rdmaxfer-info --json parses"
+	if python3 - "$OUT/info.json" "$RXE_DEV" "$RC_KERNEL" "$RXE_GID_INDEX" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+dev, kernel, gidx = sys.argv[2], sys.argv[3], sys.argv[4]
+d = [x for x in j["devices"] if x["name"] == dev][0]
+odp = d["caps"]["odp"]
+print("odp:", odp, "dmabuf:", d["caps"]["dmabuf"], "dm:", d["caps"]["max_dm_size"])
+if kernel == "7.3":
+    assert odp["explicit"] and "write" in odp["rc"] and "read" in odp["rc"], odp
+else:
+    assert not odp["explicit"] and odp["rc"] == "none", odp
+# rxe: no device memory, no dma-buf path
+assert d["caps"]["max_dm_size"] == 0
+assert d["caps"]["dmabuf"] == "no", d["caps"]["dmabuf"]
+p = d["ports"][0]
+assert p["state"] == "ACTIVE" and p["link_layer"] == "Ethernet", p
+if gidx:
+    assert p["roce_v2_ipv4_gid_index"] == int(gidx), (p["roce_v2_ipv4_gid_index"], gidx)
+assert j["regcache"]["monitor"] in ("kmod", "uffd", "none")
+EOF
+	then
+		rc_ok "rdmaxfer-info: ODP per kernel ($RC_KERNEL), no DM, no dma-buf, RoCE v2 IPv4 GID"
+	else
+		rc_fail "rdmaxfer-info: ODP per kernel ($RC_KERNEL), no DM, no dma-buf, RoCE v2 IPv4 GID"
+	fi
+else
+	cat "$OUT/info.err"
+	rc_fail "rdmaxfer-info --json parses"
+fi
+# with regcache.ko loaded the cache would use it
+if [ -n "${RC_KMOD:-}" ] && [ -f "$RC_KMOD" ] && insmod "$RC_KMOD" 2>/dev/null; then
+	m=$(timeout 60 "$INFO" --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["regcache"]["monitor"])')
+	rmmod regcache 2>/dev/null
+	if [ "$m" = kmod ]; then
+		rc_ok "rdmaxfer-info: monitor kmod with regcache.ko loaded"
+	else
+		rc_fail "rdmaxfer-info: monitor kmod with regcache.ko loaded" "got '$m'"
+	fi
+else
+	rc_skip "rdmaxfer-info: monitor kmod with regcache.ko loaded" "regcache.ko did not load"
+fi
+expect_fail "rdmaxfer-info: unknown device" 30 "no RDMA device named" "$INFO" -d nosuchdev
+expect_fail "rdmaxfer-info: bad option" 10 "unrecognized" "$INFO" --frob

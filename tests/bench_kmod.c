@@ -4,8 +4,9 @@
  *
  *  churn     mmap + touch + munmap of one page, in a process that watches
  *            10^4 unrelated ranges vs one that has never opened the device
- *            (so its mm has no notifier at all); sides interleaved, each
- *            repetition in a fresh process, median ratio reported.
+ *            (so its mm has no notifier at all: the same as no module);
+ *            two long-lived workers run alternating blocks, median of the
+ *            per-block ratios reported.
  *  watch     WATCH + UNWATCH per call, single ioctls vs WATCH_BATCH.
  *  inval     munmap of a watched page vs an unwatched one, and how many
  *            loads after munmap returned it took to see the slot change
@@ -13,10 +14,13 @@
  *            battery asserts it).
  *
  * Output: "key value" lines on stdout and, when RC_RESULTS is set, in
- * $RC_RESULTS/bench_kmod-$RC_KERNEL.txt.  Knobs: BENCH_REPS (5),
- * BENCH_CHURN (20000), BENCH_WATCHES (10000).
+ * $RC_RESULTS/bench_kmod-$RC_KERNEL.txt.  Knobs: BENCH_ROUNDS (21
+ * churn blocks per side), BENCH_CHURN (2000 iterations a block), BENCH_REPS
+ * (5, for the other two), BENCH_WATCHES (10000).
  */
 #include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,84 +62,143 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* ns per mmap+touch+munmap, measured in a child; watches unrelated ranges first if asked. */
-static double churn_in_child(long iters, long watches)
-{
-	int pfd[2];
-	double r = -1;
+/*
+ * A churn worker: a child process that maps the same nkeep pages on both
+ * sides (so the churned page lands next to them and page-table
+ * allocation is the same), watches them only if asked, then waits for
+ * "run N" commands and answers with ns per mmap+touch+munmap.  Two
+ * long-lived workers run alternating blocks, so host noise (TCG, other
+ * guests) hits both sides alike and per-block ratios stay meaningful.
+ */
+struct churn_worker {
 	pid_t pid;
+	int cmd;	/* write: iterations to run, 0 = exit */
+	int res;	/* read: double ns per iteration */
+};
 
-	if (pipe(pfd))
-		return -1;
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (!pid) {
-		struct kt_ctx c;
-		char *keep = NULL, *p;
-		double t0, res;
-		long i;
+static void churn_worker_main(int cmd, int res, long nkeep, bool watches)
+{
+	struct kt_ctx c;
+	char *keep, *p;
+	double t0, ns;
+	long i, n;
 
-		if (watches) {
-			struct regcache_watch_batch b = { 0 };
-			struct regcache_watch *w;
-			long done = 0, n;
+	keep = kt_map_pages(nkeep);
+	if (!keep)
+		_exit(1);
+	if (watches) {
+		struct regcache_watch_batch b = { 0 };
+		struct regcache_watch *w;
+		long done = 0, k;
 
-			keep = kt_map_pages(watches);
-			w = calloc(REGCACHE_BATCH_MAX, sizeof(*w));
-			if (!keep || !w || kt_open(&c, 0, true))
-				_exit(1);
-			while (done < watches) {
-				n = watches - done < REGCACHE_BATCH_MAX ? watches - done : REGCACHE_BATCH_MAX;
-				for (i = 0; i < n; i++) {
-					memset(&w[i], 0, sizeof(w[i]));
-					w[i].addr = (uintptr_t)(keep + (done + i) * pg);
-					w[i].len = pg;
-					w[i].cookie = done + i;
-				}
-				b.watches = (uintptr_t)w;
-				b.count = n;
-				if (kt_ioctl(c.fd, REGCACHE_IOC_WATCH_BATCH, &b))
-					_exit(2);
-				done += n;
+		w = calloc(REGCACHE_BATCH_MAX, sizeof(*w));
+		if (!w || kt_open(&c, 0, true))
+			_exit(1);
+		while (done < nkeep) {
+			k = nkeep - done < REGCACHE_BATCH_MAX ? nkeep - done : REGCACHE_BATCH_MAX;
+			for (i = 0; i < k; i++) {
+				memset(&w[i], 0, sizeof(w[i]));
+				w[i].addr = (uintptr_t)(keep + (done + i) * pg);
+				w[i].len = pg;
+				w[i].cookie = done + i;
 			}
+			b.watches = (uintptr_t)w;
+			b.count = k;
+			if (kt_ioctl(c.fd, REGCACHE_IOC_WATCH_BATCH, &b))
+				_exit(2);
+			done += k;
 		}
+	}
+	while (read(cmd, &n, sizeof(n)) == sizeof(n) && n > 0) {
 		t0 = now_ns();
-		for (i = 0; i < iters; i++) {
+		for (i = 0; i < n; i++) {
 			p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 			if (p == MAP_FAILED)
 				_exit(3);
 			p[0] = 1;
 			munmap(p, pg);
 		}
-		res = (now_ns() - t0) / iters;
-		if (write(pfd[1], &res, sizeof(res)) != sizeof(res))
+		ns = (now_ns() - t0) / n;
+		if (write(res, &ns, sizeof(ns)) != sizeof(ns))
 			_exit(4);
-		_exit(0);
 	}
-	close(pfd[1]);
-	if (read(pfd[0], &r, sizeof(r)) != sizeof(r))
-		r = -1;
-	close(pfd[0]);
-	waitpid(pid, NULL, 0);
-	return r;
+	_exit(0);
 }
 
-static void bench_churn(int reps, long iters, long watches)
+static int churn_worker_start(struct churn_worker *w, long nkeep, bool watches)
+{
+	int cmd[2], res[2];
+
+	if (pipe(cmd) || pipe(res))
+		return -errno;
+	w->pid = fork();
+	if (w->pid < 0)
+		return -errno;
+	if (!w->pid) {
+		close(cmd[1]);
+		close(res[0]);
+		churn_worker_main(cmd[0], res[1], nkeep, watches);
+	}
+	close(cmd[0]);
+	close(res[1]);
+	w->cmd = cmd[1];
+	w->res = res[0];
+	return 0;
+}
+
+static double churn_worker_run(struct churn_worker *w, long n)
+{
+	double ns = -1;
+
+	if (write(w->cmd, &n, sizeof(n)) != sizeof(n) || read(w->res, &ns, sizeof(ns)) != sizeof(ns))
+		return -1;
+	return ns;
+}
+
+static void churn_worker_stop(struct churn_worker *w)
+{
+	long zero = 0;
+
+	if (write(w->cmd, &zero, sizeof(zero)) != sizeof(zero))
+		kill(w->pid, SIGKILL);
+	close(w->cmd);
+	close(w->res);
+	waitpid(w->pid, NULL, 0);
+}
+
+static void bench_churn(int rounds, long iters, long watches)
 {
 	double base[64], with[64], ratio[64];
+	struct churn_worker a, b;
 	int i;
 
-	for (i = 0; i < reps; i++) {
-		base[i] = churn_in_child(iters, 0);
-		with[i] = churn_in_child(iters, watches);
+	if (churn_worker_start(&a, watches, false) || churn_worker_start(&b, watches, true)) {
+		fprintf(stderr, "bench_churn: cannot start workers\n");
+		return;
+	}
+	churn_worker_run(&a, iters / 4);	/* warm-up, discarded */
+	churn_worker_run(&b, iters / 4);
+	/* alternate which side goes first */
+	for (i = 0; i < rounds; i++) {
+		if (i & 1) {
+			with[i] = churn_worker_run(&b, iters);
+			base[i] = churn_worker_run(&a, iters);
+		} else {
+			base[i] = churn_worker_run(&a, iters);
+			with[i] = churn_worker_run(&b, iters);
+		}
 		ratio[i] = with[i] / base[i];
 	}
-	report("churn_ns_no_context_median", median(base, reps));
-	report("churn_ns_10k_watches_median", median(with, reps));
-	printf("churn_ratio_median %.3f\n", median(ratio, reps));
+	churn_worker_stop(&a);
+	churn_worker_stop(&b);
+	for (i = 0; i < rounds; i++)
+		printf("# churn round %d: no context %.0f ns, %ld watches %.0f ns, ratio %.3f\n",
+		       i, base[i], watches, with[i], ratio[i]);
+	report("churn_ns_no_context_median", median(base, rounds));
+	report("churn_ns_10k_watches_median", median(with, rounds));
+	printf("churn_ratio_median %.3f\n", median(ratio, rounds));
 	if (out)
-		fprintf(out, "churn_ratio_median %.3f\n", median(ratio, reps));
+		fprintf(out, "churn_ratio_median %.3f\n", median(ratio, rounds));
 }
 
 static void bench_watch(int reps, long n)
@@ -234,7 +297,8 @@ static void bench_inval(int reps, long n)
 int main(void)
 {
 	int reps = (int)kt_env_long("BENCH_REPS", 5);
-	long churn = kt_env_long("BENCH_CHURN", 20000);
+	int rounds = (int)kt_env_long("BENCH_ROUNDS", 21);
+	long churn = kt_env_long("BENCH_CHURN", 2000);
 	long watches = kt_env_long("BENCH_WATCHES", 10000);
 	const char *dir = getenv("RC_RESULTS");
 	char path[512];
@@ -252,7 +316,9 @@ int main(void)
 		out = fopen(path, "w");
 	}
 	printf("# bench_kmod: reps %d, churn %ld, watches %ld\n", reps, churn, watches);
-	bench_churn(reps, churn, watches);
+	if (rounds < 1 || rounds > 64)
+		rounds = 21;
+	bench_churn(rounds, churn, watches);
 	bench_watch(reps, watches);
 	bench_inval(reps, 2000);
 	if (out)

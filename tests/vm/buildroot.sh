@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
-# buildroot.sh KERNEL CACHE: the toolchain and headers for building
+# buildroot.sh KERNEL CACHE KMAKE: the toolchain and headers for building
 # out-of-tree modules against a kernel the host cannot build for.
 #
 # Debian 13's 7.3 kbuild tools (modpost, objtool, ...) need glibc >= 2.38
@@ -14,16 +14,19 @@
 # their absolute paths repointed there, so configure on the host sees the
 # same tree Kbuild sees in the root.
 #
-# CACHE/KVER/kmake is the KMAKE for that kernel: it runs make in the root
+# KMAKE (a path) is written as the make wrapper for that kernel: it runs
+# make in the root
 # in a private mount namespace (unshare -m) with the source tree, the build
 # tree and the cache bind-mounted at their host paths, so every absolute
-# path the build uses means the same file inside and outside.
+# path the build uses means the same file inside and outside.  It names
+# this build tree, so it lives in the build tree, not in the shared cache.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/kernels.sh"
 kernel=$1
 cache=$2
+kmake=$3
 rc_kernel_info "$kernel"
 . "$here/apt.sh"
 : "${RC_SRCDIR:=$(cd "$here/../.." && pwd)}"
@@ -84,7 +87,7 @@ for d in "$RC_SRCDIR" "$RC_BUILDDIR" "$cache"; do
 	binds="$binds $d"
 done
 sed -e "s|@ROOT@|$root|g" -e "s|@BINDS@|$binds|g" -e "s|@KVER@|$KVER|g" \
-	>"$kdir/kmake.new" <<'EOS'
+	>"$kmake.new" <<'EOS'
 #!/bin/sh
 # KMAKE for @KVER@, written by tests/vm/buildroot.sh: runs make inside the
 # Debian build root @ROOT@ in a private mount namespace, with the
@@ -102,6 +105,6 @@ exec unshare -m /bin/sh -c '
 	exec chroot "$root" /bin/sh -c "cd \"\$0\" 2>/dev/null || cd /; exec make \"\$@\"" "$cwd" "$@"
 ' sh "@ROOT@" "$(pwd -P)" "$@"
 EOS
-chmod 755 "$kdir/kmake.new"
-mv "$kdir/kmake.new" "$kdir/kmake"
-echo "buildroot: KMAKE=$kdir/kmake LINUX=$hdr/usr/src/linux-headers-$KVER"
+chmod 755 "$kmake.new"
+mv "$kmake.new" "$kmake"
+echo "buildroot: KMAKE=$kmake LINUX=$hdr/usr/src/linux-headers-$KVER"

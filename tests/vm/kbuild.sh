@@ -47,14 +47,15 @@ if [ -z "$KHDRS" ]; then
 	kmake=make
 else
 	# Headers from the kernel's own packages, built inside a build root.
-	sh "$here/buildroot.sh" "$kernel" "$VM_CACHE" || die "build root for $kernel failed"
+	kmake=$kb/kmake
+	sh "$here/buildroot.sh" "$kernel" "$VM_CACHE" "$kmake" || die "build root for $kernel failed"
 	linux=$VM_CACHE/$KVER/headers/usr/src/linux-headers-$KVER
-	kmake=$VM_CACHE/$KVER/kmake
 fi
 
 # Reconfigure when configure or the kernel tree changed.
 if [ ! -f "$kb/config.status" ] || [ "$RC_SRCDIR/configure" -nt "$kb/config.status" ] ||
-   ! grep -q "with-linux=$linux" "$kb/config.status"; then
+   ! grep -qF "with-linux=$linux" "$kb/config.status" ||
+   ! grep -qF "KMAKE=$kmake" "$kb/config.status"; then
 	echo "kbuild: configuring $kb against $linux"
 	(cd "$kb" && "$RC_SRCDIR/configure" -q --with-linux="$linux" \
 		--with-linux-obj="$linux" --enable-kmod=yes KMAKE="$kmake") ||

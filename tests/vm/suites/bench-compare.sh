@@ -1,0 +1,27 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# bench-compare: the guest side of scripts/bench-compare-host.sh, the
+# rdmaxfer-bench vs perftest comparison (not part of make check: it is not
+# in VM_SUITES and asserts no speed).  Loads regcache.ko so the
+# registration cache runs with the kmod monitor, runs
+# scripts/bench-compare.sh on rxe0 and leaves its tables in $RC_RESULTS.
+# Knob on the guest command line (VM_APPEND): rc.scale=quick|full.
+. "$RC_SRCDIR/tests/vm/guest-lib.sh"
+
+scale=$(sed -n 's/.*rc\.scale=\([a-z]*\).*/\1/p' /proc/cmdline)
+: "${scale:=full}"
+if insmod "$RC_KMOD" 2>/dev/null; then
+	echo "bench-compare: regcache.ko loaded (monitor kmod)"
+else
+	echo "bench-compare: regcache.ko did not load: the cache uses its fallback monitor"
+fi
+rc_check "bench-compare ($scale) on $RC_KERNEL" \
+	sh "$RC_SRCDIR/scripts/bench-compare.sh" --bench "$RC_BUILDDIR/utils/rdmaxfer-bench" \
+	--device "$RXE_DEV" --addr "$RXE_ADDR" ${RXE_GID_INDEX:+--gid "$RXE_GID_INDEX"} \
+	--out "$RC_RESULTS" --scale "$scale" --kernel "$RC_KERNEL"
+rmmod regcache 2>/dev/null
+if [ -s "$RC_RESULTS/compare.txt" ] && ! grep -q FAILED "$RC_RESULTS/compare.txt"; then
+	rc_ok "bench-compare: every measurement produced a number"
+else
+	rc_fail "bench-compare: every measurement produced a number" "see $RC_RESULTS/runs.log"
+fi

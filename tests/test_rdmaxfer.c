@@ -657,8 +657,11 @@ static void test_connect_errors(void)
 		rdmaxfer_strerror(ret), now_s() - t0);
 	CU_ASSERT(ret == -ECONNREFUSED || ret == -EHOSTUNREACH || ret == -ETIMEDOUT);
 	CU_ASSERT(now_s() - t0 < 8);
-	/* listening twice */
+	/* listening twice, and on a port another agent holds */
 	CU_ASSERT_EQUAL(rdmaxfer_listen(srv, addr, 0), -EALREADY);
+	ret = rdmaxfer_listen(cli, addr, srv_port);
+	rc_diag("listen on a busy port: %s", rdmaxfer_strerror(ret));
+	CU_ASSERT_EQUAL(ret, -EADDRINUSE);
 	/* an address that is not ours */
 	CU_ASSERT(rdmaxfer_connect(cli, "no.such.host.invalid", 1, 1000, &p) < 0);
 }

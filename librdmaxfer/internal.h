@@ -257,10 +257,14 @@ struct rdmaxfer_agent {
 	bool stop;
 	int wake_fd;			/* eventfd to stop the thread */
 	uint64_t progress_gen;		/* bumped after every thread round */
+	uint32_t cm_tick;		/* rx_progress_data_locked() turns */
 };
 
 /* agent.c */
 int rx_progress_locked(struct rdmaxfer_agent *agent);
+/* CQ every call, CM channel every RX_CM_POLL_EVERY calls (test() spins) */
+#define RX_CM_POLL_EVERY	64
+int rx_progress_data_locked(struct rdmaxfer_agent *agent);
 void rx_deliver_notifs(struct rdmaxfer_agent *agent);
 int rx_block(struct rdmaxfer_agent *agent, int64_t deadline_ns);
 int64_t rx_now_ns(void);

@@ -601,7 +601,7 @@ int rdmaxfer_req_test(struct rdmaxfer_req *req)
 	agent = req->peer->agent;
 	pthread_mutex_lock(&agent->lock);
 	if (req->state == RX_REQ_ACTIVE && !agent->thread_running)
-		rx_progress_locked(agent);
+		rx_progress_data_locked(agent);
 	ret = req_result(req);
 	pthread_mutex_unlock(&agent->lock);
 	if (agent->notifs.count && agent->notif_fn)

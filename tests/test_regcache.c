@@ -549,6 +549,171 @@ static void test_event_fd(void)
 	drop_cache();
 }
 
+/* ------------------------------------------------------- kmod specifics */
+
+#define KMOD_PARAMS "/sys/module/regcache/parameters/"
+
+static int param_rw(const char *name, const char *set, char *old, size_t oldlen)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), KMOD_PARAMS "%s", name);
+	if (old) {
+		f = fopen(path, "r");
+		if (!f || !fgets(old, (int)oldlen, f)) {
+			if (f)
+				fclose(f);
+			return -1;
+		}
+		fclose(f);
+		old[strcspn(old, "\n")] = '\0';
+	}
+	if (set) {
+		f = fopen(path, "w");
+		if (!f)
+			return -1;
+		if (fputs(set, f) < 0) {
+			fclose(f);
+			return -1;
+		}
+		if (fclose(f))
+			return -1;
+	}
+	return 0;
+}
+
+/* A 16-event ring and 64 invalidations: overflow, then a slot-word sweep. */
+static void test_kmod_overflow(void)
+{
+	enum { N = 64 };
+	struct regcache_entry *e;
+	uint64_t ids[N];
+	char old[32], *a;
+	int i, n;
+
+	if (mon_type != REGCACHE_MONITOR_KMOD) {
+		rc_skip("kmod only");
+		return;
+	}
+	if (param_rw("ring_entries", "16", old, sizeof(old))) {
+		rc_skip("cannot set " KMOD_PARAMS "ring_entries");
+		return;
+	}
+	a = map_pages(2 * N);
+	CU_ASSERT_FATAL(a != NULL);
+	CU_ASSERT_FATAL(make_cache(0, 0, 1) == 0);
+	param_rw("ring_entries", old, NULL, 0);
+	for (i = 0; i < N; i++) {
+		CU_ASSERT_EQUAL_FATAL(regcache_get(cache, a + 2 * i * psz, psz, 1, &e), 0);
+		ids[i] = tb_id(e);
+		regcache_put(cache, e);
+	}
+	/* Each munmap invalidates one watch: 64 events for 16 ring slots. */
+	for (i = 0; i < N; i++)
+		CU_ASSERT_EQUAL(munmap(a + 2 * i * psz, psz), 0);
+	n = regcache_process_events(cache);
+	CU_ASSERT_EQUAL(n, N);
+	CU_ASSERT_EQUAL(stats().entries, 0);
+	CU_ASSERT_EQUAL(stats().invalidations, N);
+	CU_ASSERT_EQUAL(be.deregs, N);
+	for (i = 0; i < N; i++) {
+		char *p = mmap(a + 2 * i * psz, psz, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+			       -1, 0);
+
+		CU_ASSERT_FATAL(p == a + 2 * i * psz);
+		CU_ASSERT_EQUAL_FATAL(regcache_get(cache, p, psz, 1, &e), 0);
+		CU_ASSERT_NOT_EQUAL(tb_id(e), ids[i]);
+		regcache_put(cache, e);
+	}
+	drop_cache();
+	munmap(a, 2 * N * psz);
+}
+
+/* The module's pinned-bytes cap answers -ENOSPC: the cache evicts. */
+static void test_kmod_pin_cap(void)
+{
+	struct regcache_entry *e[8];
+	char old[32], cap[32], *a;
+	int i;
+
+	if (mon_type != REGCACHE_MONITOR_KMOD) {
+		rc_skip("kmod only");
+		return;
+	}
+	snprintf(cap, sizeof(cap), "%zu", 4 * psz);
+	if (param_rw("max_pinned_bytes", cap, old, sizeof(old))) {
+		rc_skip("cannot set " KMOD_PARAMS "max_pinned_bytes");
+		return;
+	}
+	a = map_pages(16);
+	CU_ASSERT_FATAL(a != NULL);
+	CU_ASSERT_FATAL(make_cache(0, 0, 1) == 0);
+	for (i = 0; i < 6; i++) {
+		CU_ASSERT_EQUAL_FATAL(regcache_get(cache, a + 2 * i * psz, psz, 1,
+						   &e[i]), 0);
+		CU_ASSERT(regcache_entry_cached(e[i]));
+		regcache_put(cache, e[i]);
+	}
+	CU_ASSERT_EQUAL(stats().entries, 4);
+	CU_ASSERT_EQUAL(stats().evictions, 2);
+	/* All four held: the fifth cannot evict and goes uncached. */
+	for (i = 0; i < 4; i++)
+		CU_ASSERT_EQUAL_FATAL(regcache_get(cache, a + 2 * (i + 2) * psz, psz,
+						   1, &e[i]), 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, a + 14 * psz, psz, 1, &e[4]), 0);
+	CU_ASSERT(!regcache_entry_cached(e[4]));
+	for (i = 0; i < 5; i++)
+		regcache_put(cache, e[i]);
+	drop_cache();
+	param_rw("max_pinned_bytes", old, NULL, 0);
+	CU_ASSERT_EQUAL(be.live, 0);
+	munmap(a, 16 * psz);
+}
+
+/* REGCACHE_STATS=1: one stats line on stderr at destroy. */
+static void test_stats_env(void)
+{
+	struct regcache_attr at = {
+		.reg = tb_reg, .dereg = tb_dereg, .user = &be,
+		.monitor = REGCACHE_MONITOR_NONE,
+	};
+	char buf[4096];
+	int pfd[2], st;
+	ssize_t n;
+	pid_t pid;
+
+	CU_ASSERT_FATAL(pipe(pfd) == 0);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		struct regcache *c2;
+
+		dup2(pfd[1], 2);
+		setenv("REGCACHE_STATS", "1", 1);
+		if (regcache_create(&at, &c2))
+			_exit(1);
+		regcache_destroy(c2);
+		_exit(0);
+	}
+	close(pfd[1]);
+	n = 0;
+	for (;;) {
+		ssize_t r = read(pfd[0], buf + n, sizeof(buf) - 1 - (size_t)n);
+
+		if (r <= 0)
+			break;
+		n += r;
+	}
+	close(pfd[0]);
+	waitpid(pid, &st, 0);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CU_ASSERT_FATAL(n > 0);
+	buf[n] = '\0';
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "libregcache: stats monitor=none hits=0"));
+}
+
 /* ---------------------------------------------------------------- stress */
 
 #define STRESS_THREADS	8
@@ -735,6 +900,8 @@ static const struct rc_test_case core_cases[] = {
 	{ "event_fd", test_event_fd },
 	{ "stress_8_threads", test_stress },
 	{ "fork", test_fork },
+	{ "kmod_overflow_sweep", test_kmod_overflow },
+	{ "kmod_pin_cap_evicts", test_kmod_pin_cap },
 	{ NULL, NULL }
 };
 
@@ -743,6 +910,7 @@ static const struct rc_test_case api_cases[] = {
 	{ "bad_input", test_bad_input },
 	{ "env", test_env },
 	{ "itree_model", test_itree },
+	{ "stats_env", test_stats_env },
 	{ NULL, NULL }
 };
 

@@ -62,6 +62,7 @@ run_vm()
 {
 	say "no benchmark yet: running the VM suite '$MAIN_SUITE' on rxe, kernels: $kernels"
 	rc=0
+	rm -f "$build/tests/test-suite.log"
 	make -C "$build/tests" check-vm VM_KERNELS="$kernels" VM_SUITES="$MAIN_SUITE" || rc=$?
 	sh "$top/tests/summary.sh" "$build/tests"
 	return $rc

@@ -217,6 +217,35 @@ static void test_read_list(void)
 	}
 }
 
+/* One pair larger than the port's max message size (8 MiB on rxe 6.1) on
+ * a single-QP peer: split into several work requests on one QP. */
+static void test_split_max_msg(void)
+{
+	struct rdmaxfer_agent_info info;
+	struct rdmaxfer_agent *a;
+	struct rdmaxfer_peer *p;
+	struct rdmaxfer_iov iov = { cli_buf + 1, 17 * MiB + 3 };
+	struct rdmaxfer_desc d;
+
+	CU_ASSERT_EQUAL_FATAL(new_agent(RDMAXFER_PROGRESS_CALLER, 1, &a), 0);
+	CU_ASSERT_EQUAL_FATAL(connect_to(a, &p), 0);
+	rdmaxfer_agent_query(a, &info);
+	rc_diag("max message size %u: %llu pieces", info.max_msg_size,
+		(unsigned long long)((iov.len + info.max_msg_size - 1) /
+				     info.max_msg_size));
+	fill(cli_buf, CLI_LEN, 4);
+	memset(srv_buf, 0, SRV_LEN);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_desc(srv_mem, 5, iov.len, &d), 0);
+	CU_ASSERT_EQUAL(xfer_sync(p, RDMAXFER_OP_WRITE, &iov, &d, 1, NULL), 0);
+	CU_ASSERT(!memcmp(srv_buf + 5, iov.addr, iov.len));
+	CU_ASSERT_EQUAL(srv_buf[4], 0);
+	CU_ASSERT_EQUAL(srv_buf[5 + iov.len], 0);
+	memset(iov.addr, 0, iov.len);
+	CU_ASSERT_EQUAL(xfer_sync(p, RDMAXFER_OP_READ, &iov, &d, 1, NULL), 0);
+	CU_ASSERT(!memcmp(srv_buf + 5, iov.addr, iov.len));
+	rdmaxfer_agent_destroy(a);
+}
+
 /* Many small WRs in one request: more than the SQ holds, so the backlog
  * and periodic signalling are exercised. */
 static void test_long_list(void)
@@ -932,6 +961,7 @@ static const struct rc_test_case cases[] = {
 	{ "agent_info", test_agent_info },
 	{ "write_list_mixed_sizes", test_write_list },
 	{ "read_list_mixed_sizes", test_read_list },
+	{ "split_at_max_msg_size", test_split_max_msg },
 	{ "long_list_backlog", test_long_list },
 	{ "repost_prepared", test_repost },
 	{ "notif_count_order", test_notif_order },

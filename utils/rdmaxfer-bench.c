@@ -548,6 +548,17 @@ static size_t plan_sizes(uint64_t *sizes, size_t max)
 
 /* ------------------------------------------------------------- server */
 
+/* Test a posted request until it is no longer in progress. */
+static int spin(struct rdmaxfer_req *req)
+{
+	int ret;
+
+	while ((ret = rdmaxfer_req_test(req)) == -EINPROGRESS)
+		;
+	return ret;
+}
+
+
 static int run_server(void)
 {
 	struct rdmaxfer_agent *agent = NULL;
@@ -658,9 +669,8 @@ static int run_server(void)
 				if (ret)
 					break;
 				ret = rdmaxfer_req_post(req);
-				while (!ret && (ret = rdmaxfer_req_test(req)) ==
-					       -EINPROGRESS)
-					;
+				if (!ret)
+					ret = spin(req);
 				if (ret)
 					break;
 			}
@@ -844,15 +854,6 @@ out:
 	free(reqs);
 	free(iov);
 	free(rd);
-	return ret;
-}
-
-static int spin(struct rdmaxfer_req *req)
-{
-	int ret;
-
-	while ((ret = rdmaxfer_req_test(req)) == -EINPROGRESS)
-		;
 	return ret;
 }
 

@@ -46,6 +46,49 @@ static size_t regcache_status_size(u32 max_watches)
 	return PAGE_ALIGN(sizeof(struct regcache_status) + (size_t)max_watches * sizeof(__u64));
 }
 
+/*
+ * The status area: zeroed pages charged to the opener's memory cgroup
+ * (anyone may open /dev/regcache, so its half-megabyte per descriptor
+ * must count against the opener, as io_uring's rings do), mapped
+ * contiguously into the kernel with vmap and into the process with
+ * vm_insert_pages.
+ */
+static int regcache_status_alloc(struct regcache_ctx *ctx)
+{
+	unsigned int i, n = ctx->status_size >> PAGE_SHIFT;
+
+	ctx->status_pages = kvcalloc(n, sizeof(*ctx->status_pages), GFP_KERNEL_ACCOUNT);
+	if (!ctx->status_pages)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		ctx->status_pages[i] = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+		if (!ctx->status_pages[i])
+			goto free_pages;
+	}
+	ctx->status = vmap(ctx->status_pages, n, VM_MAP, PAGE_KERNEL);
+	if (!ctx->status)
+		goto free_pages;
+	ctx->status_npages = n;
+	return 0;
+
+free_pages:
+	while (i--)
+		__free_page(ctx->status_pages[i]);
+	kvfree(ctx->status_pages);
+	return -ENOMEM;
+}
+
+/* Pages still mapped by a process keep their own reference. */
+static void regcache_status_free(struct regcache_ctx *ctx)
+{
+	unsigned int i;
+
+	vunmap(ctx->status);
+	for (i = 0; i < ctx->status_npages; i++)
+		__free_page(ctx->status_pages[i]);
+	kvfree(ctx->status_pages);
+}
+
 static int regcache_open(struct inode *inode, struct file *file)
 {
 	struct regcache_ctx *ctx;
@@ -67,11 +110,9 @@ static int regcache_open(struct inode *inode, struct file *file)
 
 	ctx->max_watches = READ_ONCE(regcache_max_watches);
 	ctx->status_size = regcache_status_size(ctx->max_watches);
-	ctx->status = vmalloc_user(ctx->status_size);
-	if (!ctx->status) {
-		ret = -ENOMEM;
+	ret = regcache_status_alloc(ctx);
+	if (ret)
 		goto free_ctx;
-	}
 	ret = regcache_ring_alloc(&ctx->ring, READ_ONCE(regcache_ring_entries));
 	if (ret)
 		goto free_status;
@@ -90,7 +131,7 @@ static int regcache_open(struct inode *inode, struct file *file)
 	return 0;
 
 free_status:
-	vfree(ctx->status);
+	regcache_status_free(ctx);
 free_ctx:
 	kfree(ctx);
 	return ret;
@@ -111,7 +152,7 @@ static int regcache_release(struct inode *inode, struct file *file)
 
 	atomic_dec(&regcache_stats.contexts);
 	regcache_ring_free(&ctx->ring);
-	vfree(ctx->status);
+	regcache_status_free(ctx);
 	mmdrop(ctx->mm);
 	kfree(ctx);
 	return 0;
@@ -402,6 +443,7 @@ static __poll_t regcache_poll(struct file *file, struct poll_table_struct *wait)
 static int regcache_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct regcache_ctx *ctx = file->private_data;
+	unsigned long num = ctx->status_npages;
 	int ret;
 
 	if (!regcache_ctx_is_owner(ctx, vma->vm_mm))
@@ -421,9 +463,11 @@ static int regcache_mmap(struct file *file, struct vm_area_struct *vma)
 	vma->vm_flags &= ~VM_MAYWRITE;
 	vma->vm_flags |= VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP;
 #endif
-	ret = remap_vmalloc_range(vma, ctx->status, 0);
+	ret = vm_insert_pages(vma, vma->vm_start, ctx->status_pages, &num);
 	if (ret)
 		return ret;
+	if (num)
+		return -EFAULT;
 
 	spin_lock(&ctx->lock);
 	ctx->frozen = true;

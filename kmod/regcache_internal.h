@@ -99,7 +99,9 @@ struct regcache_ctx {
 	wait_queue_head_t wait;
 
 	struct xarray ranges;		/* slot -> struct regcache_range */
-	struct regcache_status *status;	/* vmalloc_user, status_size bytes */
+	struct regcache_status *status;	/* vmap of status_pages, status_size bytes */
+	struct page **status_pages;
+	unsigned int status_npages;
 	size_t status_size;
 	u32 max_watches;		/* slots[] entries, fixed at open */
 	struct regcache_ring ring;

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -403,6 +404,54 @@ static void test_stats_flush_read(void)
 	kt_close(&c);
 }
 
+struct reader {
+	int fd;
+	ssize_t n;
+	int err;
+	struct regcache_event ev[4];
+};
+
+static void *blocking_reader(void *arg)
+{
+	struct reader *r = arg;
+	struct pollfd pfd = { .fd = r->fd, .events = POLLIN };
+
+	/* poll first (must block, then wake), then a blocking read */
+	if (poll(&pfd, 1, 10000) != 1) {
+		r->err = -ETIMEDOUT;
+		return NULL;
+	}
+	r->n = read(r->fd, r->ev, sizeof(r->ev));
+	r->err = r->n < 0 ? -errno : 0;
+	return NULL;
+}
+
+/* A waiter in poll()/read() wakes when another thread unmaps a watched range. */
+static void test_blocking_wakeup(void)
+{
+	struct reader r = { 0 };
+	struct kt_ctx c;
+	char *p = kt_map_pages(2);
+	pthread_t th;
+	uint32_t slot;
+
+	CU_ASSERT_FATAL(p != NULL);
+	CU_ASSERT_FATAL(kt_open(&c, 0, true) == 0);
+	CU_ASSERT_FATAL(kt_watch(&c, p, 2 * pg, 77, 0, &slot, NULL) == 0);
+	r.fd = c.fd;
+	CU_ASSERT_FATAL(pthread_create(&th, NULL, blocking_reader, &r) == 0);
+	usleep(200 * 1000);
+	CU_ASSERT(munmap(p, 2 * pg) == 0);
+	pthread_join(th, NULL);
+	CU_ASSERT(r.err == 0);
+	CU_ASSERT(r.n == (ssize_t)sizeof(r.ev[0]));
+	CU_ASSERT(r.ev[0].cookie == 77);
+	CU_ASSERT(r.ev[0].slot == slot);
+	CU_ASSERT(r.ev[0].reason == REGCACHE_REASON_UNMAP);
+	CU_ASSERT(r.ev[0].addr == (uintptr_t)p && r.ev[0].len == (uint64_t)(2 * pg));
+	kt_close(&c);
+}
+
 static void test_unknown_ioctl(void)
 {
 	char buf[256] = { 0 };
@@ -458,6 +507,7 @@ int main(int argc, char **argv)
 		{ "watch_batch", test_batch },
 		{ "unwatch", test_unwatch },
 		{ "stats_flush_read", test_stats_flush_read },
+		{ "blocking_wakeup", test_blocking_wakeup },
 		{ "unknown_ioctl", test_unknown_ioctl },
 		{ "mmap_rules", test_mmap_rules },
 		{ NULL, NULL },

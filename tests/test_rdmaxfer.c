@@ -418,6 +418,71 @@ static void test_notif_callback_after_data(void)
 	CU_ASSERT_EQUAL(rdmaxfer_set_notif_cb(srv, NULL, NULL), 0);
 }
 
+/* Several threads share one agent (progress thread, 2 QPs) and one peer,
+ * each posting its own requests: the locking model under load. */
+struct poster_arg {
+	struct rdmaxfer_peer *peer;
+	int index;
+	int ret;
+};
+
+#define POSTERS		4
+#define POSTER_LEN	(64 * 1024 + 13)
+#define POSTER_ROUNDS	40
+
+static void *poster_thread(void *p)
+{
+	struct poster_arg *a = p;
+	uint8_t *src = cli_buf + (size_t)a->index * MiB;
+	size_t off = (size_t)a->index * MiB;
+	struct rdmaxfer_iov iov = { src, POSTER_LEN };
+	struct rdmaxfer_desc d;
+	struct rdmaxfer_req *req;
+	int r;
+
+	a->ret = rdmaxfer_mem_desc(srv_mem, off, POSTER_LEN, &d);
+	if (!a->ret)
+		a->ret = rdmaxfer_xfer_prepare(a->peer, RDMAXFER_OP_WRITE, &iov,
+					       1, &d, 1, NULL, &req);
+	if (a->ret)
+		return NULL;
+	for (r = 0; r < POSTER_ROUNDS && !a->ret; r++) {
+		memset(src, (a->index << 6) | r, POSTER_LEN);
+		a->ret = rdmaxfer_req_post(req);
+		if (!a->ret)
+			a->ret = rdmaxfer_req_wait(req, WAIT_MS);
+		if (!a->ret && memcmp(srv_buf + off, src, POSTER_LEN))
+			a->ret = -EBADMSG;
+	}
+	rdmaxfer_req_free(req);
+	return NULL;
+}
+
+static void test_concurrent_posters(void)
+{
+	struct poster_arg args[POSTERS];
+	pthread_t th[POSTERS];
+	struct rdmaxfer_agent *a;
+	struct rdmaxfer_peer *p;
+	int i;
+
+	CU_ASSERT_EQUAL_FATAL(new_agent(RDMAXFER_PROGRESS_THREAD, 2, &a), 0);
+	CU_ASSERT_EQUAL_FATAL(connect_to(a, &p), 0);
+	for (i = 0; i < POSTERS; i++) {
+		args[i].peer = p;
+		args[i].index = i;
+		args[i].ret = -1;
+		pthread_create(&th[i], NULL, poster_thread, &args[i]);
+	}
+	for (i = 0; i < POSTERS; i++) {
+		pthread_join(th[i], NULL);
+		if (args[i].ret)
+			rc_diag("poster %d: %s", i, rdmaxfer_strerror(args[i].ret));
+		CU_ASSERT_EQUAL(args[i].ret, 0);
+	}
+	rdmaxfer_agent_destroy(a);
+}
+
 struct fadd_arg {
 	int m;
 	uint64_t *olds;
@@ -966,6 +1031,7 @@ static const struct rc_test_case cases[] = {
 	{ "repost_prepared", test_repost },
 	{ "notif_count_order", test_notif_order },
 	{ "notif_callback_after_data", test_notif_callback_after_data },
+	{ "concurrent_posters_thread_mode", test_concurrent_posters },
 	{ "fadd_contention", test_fadd_contention },
 	{ "cswap_semantics", test_cswap },
 	{ "reserved_mem_kinds", test_reserved_kinds },

@@ -137,6 +137,9 @@ static const char *expected_uffd_miss(const char *scenario)
 {
 	if (!strcmp(scenario, "fork_cow_write"))
 		return "uffd has no event for a COW break after fork";
+	/* The write may still copy: the page can stay referenced (LRU batch). */
+	if (!strcmp(scenario, "fork_child_exits"))
+		return "uffd has no event for a COW break after fork (page still referenced)";
 	return NULL;
 }
 
@@ -190,17 +193,26 @@ static void expect_new(const char *scenario, char *addr, size_t len,
 	regcache_put(cache, e);
 }
 
-/* The memory did not change: whatever we get must match the frame. */
+/*
+ * The memory should not have changed: whatever we get must match the
+ * frame mapped now.  If the kernel did move the page after all (a write
+ * after fork may still copy it), the case becomes a "memory replaced" one.
+ */
 static void expect_same_memory(const char *scenario, char *addr, size_t len,
 			       const struct before *b)
 {
 	struct regcache_entry *e;
 
-	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, addr, len, 1, &e), 0);
-	if (have_pfn) {
-		CU_ASSERT_EQUAL(pfn_of(addr), b->pfn);
-		CU_ASSERT_EQUAL(reg_pfn(e), pfn_of(addr));
+	if (have_pfn && pfn_of(addr) != b->pfn) {
+		rc_diag("%s: the page moved (pfn %#llx -> %#llx)", scenario,
+			(unsigned long long)b->pfn,
+			(unsigned long long)pfn_of(addr));
+		expect_new(scenario, addr, len, b);
+		return;
 	}
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, addr, len, 1, &e), 0);
+	if (have_pfn)
+		CU_ASSERT_EQUAL(reg_pfn(e), pfn_of(addr));
 	table(scenario, tb_id(e) == b->id ? "kept" : "invalidated");
 	regcache_put(cache, e);
 }

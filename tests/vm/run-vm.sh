@@ -88,6 +88,7 @@ RC_RUNDIR='$rundir'
 RC_TAP='$rundir/tap'
 RC_TAP_COUNT='/tmp/rc-tap-count'
 RXE_DEV='rxe0'
+RC_CI='$([ "${CI:-}" = true ] && echo 1 || echo 0)'
 RXE_ADDR='10.0.2.15'
 EOS
 : >"$rundir/tap"

@@ -231,7 +231,14 @@ def med(tool, test, size):
          if r["tool"] == tool and r["test"] == test and int(r["bytes"]) == size]
     return (statistics.median(v), len(v)) if v else (None, 0)
 print(f"rdmaxfer-bench vs perftest on {kernel} (medians; same boot, interleaved)")
-print(f"{'test':<10} {'bytes':>8} {'ours':>10} {'perftest':>10} {'ours/perftest':>14} {'runs':>5}  goal")
+def paired(test, size):
+    # ratio of the two runs of one repetition (adjacent in time, same load)
+    d = {(r["tool"], int(r["rep"])): float(r["value"]) for r in rows
+         if r["test"] == test and int(r["bytes"]) == size}
+    v = [d[("ours", k)] / d[("perftest", k)] for k in range(1, 100)
+         if ("ours", k) in d and ("perftest", k) in d and d[("perftest", k)] > 0]
+    return statistics.median(v) if v else None
+print(f"{'test':<10} {'bytes':>8} {'ours':>10} {'perftest':>10} {'ours/perftest':>14} {'paired':>7} {'runs':>5}  goal")
 for test, sizes, unit, goal in (("write_bw", (64, 4096, 65536, 1048576), "MiB/s", ">= 1.00"),
                                 ("read_bw", (64, 4096, 65536, 1048576), "MiB/s", ">= 1.00"),
                                 ("write_lat", (2, 4096), "usec", "<= 1.05")):
@@ -241,7 +248,10 @@ for test, sizes, unit, goal in (("write_bw", (64, 4096, 65536, 1048576), "MiB/s"
         r = f"{a / b:.3f}" if a and b else "n/a"
         fa = f"{a:.2f}" if a is not None else "FAILED"
         fb = f"{b:.2f}" if b is not None else "FAILED"
-        print(f"{test:<10} {s:>8} {fa:>10} {fb:>10} {r:>14} {min(na, nb):>5}  {goal} ({unit}{', t_typical' if unit == 'usec' else ''})")
+        p = paired(test, s)
+        fp = f"{p:.3f}" if p else "n/a"
+        print(f"{test:<10} {s:>8} {fa:>10} {fb:>10} {r:>14} {fp:>7} {min(na, nb):>5}  {goal} ({unit}{', t_typical' if unit == 'usec' else ''})")
+print("ours/perftest: ratio of the medians; paired: median of the per-repetition ratios")
 print()
 print("registration: raw ibv_reg_mr+ibv_dereg_mr vs cache hit (median usec)")
 try:

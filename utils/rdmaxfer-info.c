@@ -472,8 +472,10 @@ static const struct {
 } paths[] = {
 	{ "pinned host memory (ibv_reg_mr)", "rxe, Debian 6.1 and 7.3 kernels",
 	  "transfers with data validation in the rdmaxfer and bench suites" },
-	{ "explicit ODP (IBV_ACCESS_ON_DEMAND)", "rxe, Debian 7.3 kernel",
-	  "rxe on 6.1 refuses it (EINVAL); capability reported per kernel" },
+	{ "explicit ODP: registration", "rxe, Debian 7.3 kernel",
+	  "ibv_reg_mr(IBV_ACCESS_ON_DEMAND) in rdmaxfer-bench reg; rxe on 6.1 refuses it" },
+	{ "explicit ODP: transfers", "not validated",
+	  "librdmaxfer refuses ODP memory until its ODP path exists" },
 	{ "implicit ODP", "not validated",
 	  "rxe refuses it on both kernels; needs mlx5" },
 	{ "device memory (MEMIC) + KSM remap", "not validated",

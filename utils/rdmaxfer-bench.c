@@ -131,6 +131,7 @@ struct opts {
 	enum cache_mode cache;
 	unsigned int inline_size;
 	unsigned int signal_interval;
+	bool warmup;
 };
 
 static struct opts o = {
@@ -785,10 +786,11 @@ static int bw_one(struct client *c, uint64_t size, long iters)
 			goto out;
 		}
 	}
-	/* warm-up: one window, not counted */
-	for (i = 0; i < w && !ret; i++)
+	/* --warmup: one window, not counted (perftest's bandwidth tools do
+	 * none by default, so neither do we) */
+	for (i = 0; o.warmup && i < w && !ret; i++)
 		ret = rdmaxfer_req_post(reqs[i]);
-	for (i = 0; i < w && !ret; i++)
+	for (i = 0; o.warmup && i < w && !ret; i++)
 		ret = rdmaxfer_req_wait(reqs[i], CTL_TIMEOUT_MS);
 	if (ret) {
 		err_msg("warm-up", ret);
@@ -1609,12 +1611,13 @@ static void usage(FILE *f)
 "      --timeout MS       connect timeout (default 5000)\n"
 "  -D, --duration SEC     server: give up if no client comes within SEC\n"
 "      --validate         check the data pattern at the end\n"
+"      --warmup           bw tests: one untimed window first\n"
 "      --json, --csv      machine-readable output\n"
 "  -h, --help\n", prog, prog, prog, DEF_PORT);
 }
 
 enum { OPT_TOTAL = 256, OPT_CHUNKS, OPT_CACHE, OPT_JSON, OPT_CSV,
-	OPT_VALIDATE, OPT_TIMEOUT, OPT_SIGNAL };
+	OPT_VALIDATE, OPT_TIMEOUT, OPT_SIGNAL, OPT_WARMUP };
 
 static const struct option longopts[] = {
 	{ "size", required_argument, NULL, 's' },
@@ -1638,6 +1641,7 @@ static const struct option longopts[] = {
 	{ "validate", no_argument, NULL, OPT_VALIDATE },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "signal", required_argument, NULL, OPT_SIGNAL },
+	{ "warmup", no_argument, NULL, OPT_WARMUP },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -1753,6 +1757,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_VALIDATE:
 			o.validate = true;
+			break;
+		case OPT_WARMUP:
+			o.warmup = true;
 			break;
 		case OPT_TIMEOUT:
 			if (parse_long(optarg, 1, 3600000, &v))

@@ -32,6 +32,7 @@
 static size_t psz;
 static enum regcache_monitor_type mon = REGCACHE_MONITOR_AUTO;
 static bool quick;
+static bool vm;		/* under TCG: fewer samples, the same measurements */
 static struct ibv_pd *pd;
 
 static uint64_t now_ns(void)
@@ -151,7 +152,7 @@ enum pattern { SAME, ALTERNATE, RANDOM };
  */
 static void hit_latency(size_t n, enum pattern pat, double *p50, double *p99)
 {
-	size_t samples = quick ? 2000 : 20000, s, j;
+	size_t samples = quick || vm ? 2000 : 20000, s, j;
 	double *lat = malloc(samples * sizeof(*lat));
 	struct regcache_entry *e;
 	unsigned int seed = 1;
@@ -248,7 +249,7 @@ static double scale_run(int threads, size_t n)
 		a[i].base = base;
 		a[i].first = (size_t)i * n;
 		a[i].n = n;
-		a[i].ops = quick ? 200000 : 2000000;
+		a[i].ops = quick || vm ? 200000 : 2000000;
 		pthread_create(&t[i], NULL, scale_thread, &a[i]);
 	}
 	for (i = 0; i < threads; i++) {
@@ -273,7 +274,7 @@ static void bench_scaling(void)
 
 static void bench_miss(void)
 {
-	size_t n = quick ? 2000 : 20000, i;
+	size_t n = quick || vm ? 2000 : 20000, i;
 	char *base = map(2 * n * psz);
 	enum regcache_monitor_type ms[] = { REGCACHE_MONITOR_KMOD,
 					    REGCACHE_MONITOR_UFFD,
@@ -361,7 +362,7 @@ static double churn_registered(struct regcache *c, size_t iters, size_t len)
  */
 static void bench_churn(void)
 {
-	size_t n = quick ? 1000 : 10000, iters = quick ? 1000 : 5000;
+	size_t n = quick ? 1000 : 10000, iters = quick || vm ? 1000 : 5000;
 	enum regcache_monitor_type ms[] = { REGCACHE_MONITOR_KMOD,
 					    REGCACHE_MONITOR_UFFD,
 					    REGCACHE_MONITOR_NONE };
@@ -589,7 +590,6 @@ static int open_pd(const char *dev)
 int main(int argc, char **argv)
 {
 	const char *dev = NULL;
-	bool vm = false;
 	int i;
 
 	psz = (size_t)sysconf(_SC_PAGESIZE);

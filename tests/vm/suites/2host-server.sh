@@ -1,0 +1,24 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# 2host-server: guest A of the two-host pair (tests/vm/run-2host.sh).  It
+# serves test_rdmaxfer_2host's client in guest B (rdmaxfer_listen on
+# $RXE_ADDR:$RC_2HOST_PORT; every write the client makes is checked here,
+# on the host holding the memory), then two rdmaxfer-bench write_bw
+# servers: the client's warm-up run and its measured run.  Every server is
+# bounded by timeout and by its own accept timeout.
+. "$RC_SRCDIR/tests/vm/guest-lib.sh"
+
+export RXE_ADDR RXE_GID_INDEX
+prog=$RC_BUILDDIR/tests/test_rdmaxfer_2host
+BENCH=$RC_BUILDDIR/utils/rdmaxfer-bench
+
+rc_check "rdmaxfer server role (commands, data checks)" \
+	timeout 600 env REGCACHE_MONITOR=uffd "$prog" --server "$RXE_ADDR" "$RC_2HOST_PORT"
+
+# The same order as the client: warm-up, then measured.
+for run in warmup measured; do
+	port=$((RC_2HOST_PORT + 1))
+	[ $run = measured ] && port=$((RC_2HOST_PORT + 2))
+	rc_check "rdmaxfer-bench write_bw server ($run)" \
+		timeout 240 "$BENCH" -p "$port" -d "$RXE_DEV" -D 180 write_bw
+done

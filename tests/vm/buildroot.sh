@@ -93,6 +93,10 @@ sed -e "s|@ROOT@|$root|g" -e "s|@BINDS@|$binds|g" -e "s|@KVER@|$KVER|g" \
 # Debian build root @ROOT@ in a private mount namespace, with the
 # source, build and cache trees bind-mounted at their host paths and the
 # current directory kept.  Needs root.
+if ! unshare -m true 2>/dev/null; then
+	echo "kmake: cannot create a private mount namespace (unshare -m): it needs root, and / must be a mount point (inside a chroot, bind-mount the root onto itself first)" >&2
+	exit 99
+fi
 exec unshare -m /bin/sh -c '
 	root=$1 cwd=$2
 	shift 2

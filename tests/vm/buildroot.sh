@@ -101,11 +101,12 @@ exec unshare -m /bin/sh -c '
 	root=$1 cwd=$2
 	shift 2
 	mount --make-rprivate / 2>/dev/null
+	# tmpfs first: a build tree under /tmp is bound on top of it.
+	mount -t proc proc "$root/proc" && mount --bind /dev "$root/dev" &&
+		mount -t tmpfs tmpfs "$root/tmp" || exit 99
 	for d in @BINDS@; do
 		mkdir -p "$root$d" && mount --bind "$d" "$root$d" || exit 99
 	done
-	mount -t proc proc "$root/proc" && mount --bind /dev "$root/dev" &&
-		mount -t tmpfs tmpfs "$root/tmp" || exit 99
 	exec chroot "$root" /bin/sh -c "cd \"\$0\" 2>/dev/null || cd /; exec make \"\$@\"" "$cwd" "$@"
 ' sh "@ROOT@" "$(pwd -P)" "$@"
 EOS

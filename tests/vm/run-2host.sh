@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
-# run-2host.sh vm/PAIR@KERNEL.v2t: boot TWO QEMU (TCG) guests of KERNEL
+# run-2host.sh vm-2host/PAIR@KERNEL.v2t: boot TWO QEMU (TCG) guests of KERNEL
 # joined by a point-to-point UDP socket link on the host's loopback
 # (-netdev socket,udp=127.0.0.1:PORT_B,localaddr=127.0.0.1:PORT_A and the
 # mirror image), each with its own static IPv4 on its virtio NIC and rxe0

@@ -30,6 +30,8 @@
 #define CLI_LEN		(24 * MiB)
 #define WAIT_MS		20000
 
+#include "rdmaxfer_test_util.h"
+
 static const char *addr;
 static struct rdmaxfer_agent *srv, *cli;
 static struct rdmaxfer_peer *srv_peer;	/* server's view of cli */
@@ -38,56 +40,9 @@ static uint16_t srv_port;
 static uint8_t *srv_buf, *cli_buf;
 static struct rdmaxfer_mem *srv_mem;
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void fill(uint8_t *p, size_t len, uint32_t seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		p[i] = (uint8_t)((i * 131 + seed * 7 + (i >> 9)) ^ seed);
-}
-
-static int new_agent(enum rdmaxfer_progress_mode mode, uint32_t qps,
-		     struct rdmaxfer_agent **ap)
-{
-	struct rdmaxfer_agent_attr attr;
-
-	rdmaxfer_agent_attr_init(&attr);
-	attr.progress = mode;
-	attr.qps_per_peer = qps;
-	return rdmaxfer_agent_create(&attr, ap);
-}
-
 static int connect_to(struct rdmaxfer_agent *a, struct rdmaxfer_peer **pp)
 {
 	return rdmaxfer_connect(a, addr, srv_port, 10000, pp);
-}
-
-static int xfer_sync(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
-		     const struct rdmaxfer_iov *iov,
-		     const struct rdmaxfer_desc *d, size_t n,
-		     const struct rdmaxfer_xfer_notif *notif)
-{
-	struct rdmaxfer_req *req;
-	int ret;
-
-	ret = rdmaxfer_xfer_prepare(peer, op, iov, n, d, n, notif, &req);
-	if (ret)
-		return ret;
-	ret = rdmaxfer_req_post(req);
-	if (!ret)
-		ret = rdmaxfer_req_wait(req, WAIT_MS);
-	if (ret)
-		rc_diag("transfer: %d (%s)", ret, rdmaxfer_req_strerror(req));
-	rdmaxfer_req_free(req);
-	return ret;
 }
 
 static int suite_init(void)
@@ -523,13 +478,6 @@ destroy:
 	rdmaxfer_agent_destroy(ag);
 	free(res);
 	return NULL;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 static void test_fadd_contention(void)

@@ -41,28 +41,7 @@
 #define WORD_OFF	(SRV_LEN - 4096)	/* fetch-and-add word */
 #define WORD2_OFF	(SRV_LEN - 2048)	/* compare-and-swap word */
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* The data pattern: byte i of a range filled with seed (position-dependent,
- * so shifted or truncated copies show). */
-static inline uint8_t pat(size_t i, uint32_t seed)
-{
-	return (uint8_t)((i * 131 + seed * 7 + (i >> 9)) ^ seed);
-}
-
-static void fill(uint8_t *p, size_t len, uint32_t seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		p[i] = pat(i, seed);
-}
+#include "rdmaxfer_test_util.h"
 
 /* Index of the first byte that differs from the pattern, or -1. */
 static long mismatch(const uint8_t *p, size_t len, uint32_t seed)
@@ -73,17 +52,6 @@ static long mismatch(const uint8_t *p, size_t len, uint32_t seed)
 		if (p[i] != pat(i, seed))
 			return (long)i;
 	return -1;
-}
-
-static int new_agent(enum rdmaxfer_progress_mode mode, uint32_t qps,
-		     struct rdmaxfer_agent **ap)
-{
-	struct rdmaxfer_agent_attr attr;
-
-	rdmaxfer_agent_attr_init(&attr);
-	attr.progress = mode;
-	attr.qps_per_peer = qps;
-	return rdmaxfer_agent_create(&attr, ap);
 }
 
 /* notif_send, retried while the send slots are exhausted (bounded). */
@@ -290,26 +258,6 @@ static int ask(const char *fmt, ...)
 		return -EIO;
 	}
 	return 0;
-}
-
-static int xfer_sync(struct rdmaxfer_peer *p, enum rdmaxfer_op op,
-		     const struct rdmaxfer_iov *iov,
-		     const struct rdmaxfer_desc *d, size_t n,
-		     const struct rdmaxfer_xfer_notif *notif)
-{
-	struct rdmaxfer_req *req;
-	int ret;
-
-	ret = rdmaxfer_xfer_prepare(p, op, iov, n, d, n, notif, &req);
-	if (ret)
-		return ret;
-	ret = rdmaxfer_req_post(req);
-	if (!ret)
-		ret = rdmaxfer_req_wait(req, WAIT_MS);
-	if (ret)
-		rc_diag("transfer: %d (%s)", ret, rdmaxfer_req_strerror(req));
-	rdmaxfer_req_free(req);
-	return ret;
 }
 
 static int remote(uint64_t off, uint64_t len, struct rdmaxfer_desc *d)
@@ -551,13 +499,6 @@ destroy:
 out:
 	free(res);
 	return NULL;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 static void test_fadd_contention(void)

@@ -323,9 +323,7 @@ for l in b a; do
 done
 relay b "client@$kernel" "$st_b"
 relay a "server@$kernel" "$st_a"
-if [ -f "$results/write_bw.txt" ]; then
-	echo "# $(cat "$results/write_bw.txt")"
-fi
+[ -f "$results/write_bw.txt" ] && sed 's/^/# /' "$results/write_bw.txt"
 for l in a b; do
 	boot_s=$(cat "$rundir/$l/boot-seconds" 2>/dev/null)
 	suite_s=$(cat "$rundir/$l/suite-seconds" 2>/dev/null)

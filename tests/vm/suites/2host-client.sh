@@ -53,3 +53,21 @@ done
 bw=$(sed -n 's/.*"bw_avg_mbs": *\([0-9.]*\).*/\1/p' "$OUT/measured.json" | head -n 1)
 echo "write_bw $size B between two guests ($RC_KERNEL): ${bw:-?} MB/s average (measured run, $iters iterations; warm-up discarded)" |
 	tee "$RC_RESULTS/write_bw.txt"
+
+# Reference, not a test point: perftest ib_write_bw, same size and count,
+# right after (its server may need a moment to start: a few tries).
+ib=
+t0=$(date +%s)
+for try in 1 2 3 4 5 6 7 8 9 10; do
+	[ $(($(date +%s) - t0)) -gt 60 ] && break
+	if timeout 90 ib_write_bw -d "$RXE_DEV" -x "$RXE_GID_INDEX" \
+		-p $((RC_2HOST_PORT + 3)) -F -s 65536 -n 1000 "$RC_PEER_ADDR" \
+		>"$OUT/ib_write_bw.out" 2>&1; then
+		ib=$(awk '$1 == 65536 { print $4 }' "$OUT/ib_write_bw.out")
+		break
+	fi
+	sleep 2
+done
+cat "$OUT/ib_write_bw.out"
+echo "perftest ib_write_bw 65536 B between two guests ($RC_KERNEL): ${ib:-not measured} MB/s average (1000 iterations, same boot)" |
+	tee -a "$RC_RESULTS/write_bw.txt"

@@ -22,3 +22,11 @@ for run in warmup measured; do
 	rc_check "rdmaxfer-bench write_bw server ($run)" \
 		timeout 240 "$BENCH" -p "$port" -d "$RXE_DEV" -D 180 write_bw
 done
+
+# Reference, not a test point: perftest's ib_write_bw server for the
+# client's same-size run, so the log holds a same-run ratio.
+timeout 90 ib_write_bw -d "$RXE_DEV" -x "$RXE_GID_INDEX" -p $((RC_2HOST_PORT + 3)) -F \
+	-s 65536 -n 1000 >/tmp/ib_write_bw.srv 2>&1
+st=$?
+echo "ib_write_bw server exited with status $st"
+[ "$st" = 0 ] || cat /tmp/ib_write_bw.srv

@@ -22,6 +22,20 @@ json_ok()
 	python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$1"
 }
 
+# wait_listening FILE: wait (at most 60 s) until the server whose output
+# goes to FILE says it listens; a loaded host can take seconds to get there,
+# and a client started earlier is refused.
+wait_listening()
+{
+	n=0
+	while ! grep -q 'waiting for a client' "$1" 2>/dev/null; do
+		n=$((n + 1))
+		[ $n -gt 300 ] && return 1
+		sleep 0.2
+	done
+	return 0
+}
+
 # bench_pair NAME TEST [CLIENT OPTIONS...]: server in the background, the
 # client in the foreground, both bounded; passes when both exit 0 and the
 # client's JSON output parses.
@@ -35,6 +49,7 @@ bench_pair()
 	timeout 120 "$BENCH" -p "$port" -d "$RXE_DEV" "$test" \
 		>"$OUT/$name.srv" 2>&1 &
 	spid=$!
+	wait_listening "$OUT/$name.srv"
 	timeout 120 "$BENCH" -p "$port" -d "$RXE_DEV" --validate --json \
 		"$@" "$test" "$RXE_ADDR" >"$OUT/$name.json" 2>"$OUT/$name.err"
 	crc=$?
@@ -142,9 +157,9 @@ expect_fail "bench: bad option" 10 "invalid window" \
 	"$BENCH" -w 0 write_bw "$RXE_ADDR"
 expect_fail "bench: unknown test" 10 "unknown test" "$BENCH" frobnicate
 # busy port: a second server on the same port
-timeout 30 "$BENCH" -d "$RXE_DEV" -p 18650 -D 20 write_bw >/dev/null 2>&1 &
+timeout 30 "$BENCH" -d "$RXE_DEV" -p 18650 -D 20 write_bw >"$OUT/busy.srv" 2>&1 &
 bpid=$!
-sleep 2
+wait_listening "$OUT/busy.srv"
 expect_fail "bench: busy port" 20 "cannot listen on port 18650" \
 	"$BENCH" -d "$RXE_DEV" -p 18650 write_bw
 kill "$bpid" 2>/dev/null

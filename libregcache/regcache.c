@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "regcache_int.h"
@@ -466,11 +467,25 @@ static void rc_hit(struct regcache_entry *e)
  */
 struct rc_merge {
 	const struct regcache *cache;
-	uintptr_t start, end;
+	uintptr_t start, end;		/* the union */
 	uint32_t access;
+	uintptr_t gstart, gend;		/* the union grown geometrically */
+	uintptr_t rstart, rend;		/* the request */
+	uint32_t raccess;
 	struct regcache_entry **covered;
 	size_t ncovered, cap;
 	bool grew, nomem;
+};
+
+/*
+ * What a miss tries to register, widest first.  Each step falls back to
+ * the next when the monitor cannot watch the range or the register
+ * callback refuses it.
+ */
+enum rc_try {
+	RC_TRY_GROWN,		/* the union plus its geometric extension */
+	RC_TRY_UNION,		/* the union with the covered entries */
+	RC_TRY_EXACT,		/* the request alone */
 };
 
 static bool rc_merge_has(const struct rc_merge *m, const struct regcache_entry *e)
@@ -487,8 +502,18 @@ static int rc_merge_fn(struct rc_itree_node *n, void *arg)
 {
 	struct rc_merge *m = arg;
 	struct regcache_entry *e = rc_node_entry(n);
+	uintptr_t ns = e->node.start < m->start ? e->node.start : m->start;
+	uintptr_t ne = e->node.end > m->end ? e->node.end : m->end;
 
 	if (!m->cache->mon->valid(m->cache, e) || rc_merge_has(m, e))
+		return 0;
+	/*
+	 * Leave out a neighbour the union cannot take in within merge_max
+	 * (the union only grows, so it never fits later): a buffer registered
+	 * chunk by chunk past merge_max then starts a new union beside the
+	 * full one instead of registering every further chunk alone.
+	 */
+	if (ne - ns > m->cache->merge_max || ne - ns > m->cache->max_bytes)
 		return 0;
 	if (m->ncovered == m->cap) {
 		size_t cap = m->cap ? 2 * m->cap : 8;
@@ -512,8 +537,9 @@ static int rc_merge_fn(struct rc_itree_node *n, void *arg)
 }
 
 /*
- * The union of the request with every valid entry overlapping or adjacent
- * to it, transitively, if it stays within merge_max.  Write lock held.
+ * The union of the request with the valid entries overlapping or adjacent
+ * to it, transitively, taking in only those that keep it within merge_max.
+ * Write lock held.
  */
 static bool rc_merge_plan(struct regcache *cache, struct rc_merge *m)
 {
@@ -533,6 +559,176 @@ static bool rc_merge_plan(struct regcache *cache, struct rc_merge *m)
 static void rc_merge_reset(struct rc_merge *m)
 {
 	m->ncovered = 0;
+}
+
+/*
+ * Is every page of [start, end) mapped?  msync(MS_ASYNC) does no I/O
+ * (a no-op since Linux 2.6.19) and fails with ENOMEM as soon as a page of
+ * the range is unmapped: one walk over the VMAs, and unlike mincore() no
+ * vector of one byte per page.
+ */
+static bool rc_range_mapped(uintptr_t start, uintptr_t end)
+{
+	return !msync((void *)start, end - start, MS_ASYNC);
+}
+
+static bool rc_run_mapped(uintptr_t edge, size_t pages, bool down)
+{
+	size_t len = pages * rc_page_size;
+
+	return down ? rc_range_mapped(edge - len, edge) :
+		      rc_range_mapped(edge, edge + len);
+}
+
+/*
+ * The longest run of mapped pages, at most 'want' bytes, that starts at
+ * 'edge' going up or ends there going down.  A bisection: at most
+ * log2(want / page size) probes, and one when the whole run is mapped.
+ */
+static size_t rc_mapped_run(uintptr_t edge, size_t want, bool down)
+{
+	size_t lo = 0, hi = want / rc_page_size, mid;
+
+	if (!hi || rc_run_mapped(edge, hi, down))
+		return hi * rc_page_size;
+	if (!rc_run_mapped(edge, 1, down))
+		return 0;
+	lo = 1;
+	while (hi - lo > 1) {
+		mid = lo + (hi - lo) / 2;
+		if (rc_run_mapped(edge, mid, down))
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo * rc_page_size;
+}
+
+struct rc_edge {
+	uintptr_t lo, hi;	/* the free room around the union */
+	bool down;
+};
+
+static int rc_edge_fn(struct rc_itree_node *n, void *arg)
+{
+	struct rc_edge *g = arg;
+
+	if (g->down && n->end > g->lo)
+		g->lo = n->end;
+	if (!g->down && n->start < g->hi)
+		g->hi = n->start;
+	return 0;
+}
+
+/*
+ * Geometric growth.  Registering a big buffer chunk by chunk (NIXL does
+ * this) makes every chunk a miss adjacent to the union of the previous
+ * ones; re-registering just that union would cost n registrations and
+ * O(n^2) bytes.  So a miss that grows the union on one side registers,
+ * on that side, as much again as the union's length: n adjacent chunks
+ * then cost O(log n) registrations and O(n) bytes.  The extension stops
+ * at merge_max, at the first unmapped page (never register a hole on
+ * purpose: a refused registration costs a syscall), at the next indexed
+ * entry, and is dropped if the cache would need more than max_bytes for
+ * it.  Write lock held; fills m->gstart/m->gend.
+ */
+static void rc_grow_plan(struct regcache *cache, struct rc_merge *m)
+{
+	uintptr_t cs = UINTPTR_MAX, ce = 0;
+	size_t ulen = m->end - m->start, want, covered_bytes = 0, i;
+	struct rc_edge g;
+
+	m->gstart = m->start;
+	m->gend = m->end;
+	for (i = 0; i < m->ncovered; i++) {
+		const struct regcache_entry *c = m->covered[i];
+
+		if (c->node.start < cs)
+			cs = c->node.start;
+		if (c->node.end > ce)
+			ce = c->node.end;
+		if (c->in_tree)
+			covered_bytes += c->node.end - c->node.start;
+	}
+	if (!m->ncovered || ulen >= cache->merge_max)
+		return;
+	want = ulen;
+	if (want > cache->merge_max - ulen)
+		want = (cache->merge_max - ulen) & ~(rc_page_size - 1);
+	if (!want)
+		return;
+	/* The cache after the union replaced the covered entries. */
+	if (cache->bytes - covered_bytes + ulen + want > cache->max_bytes)
+		return;
+	memset(&g, 0, sizeof(g));
+	if (m->rend > ce) {
+		/* Growing up: stay below the address space end and the next entry. */
+		if (want > UINTPTR_MAX - rc_page_size - m->end)
+			want = (UINTPTR_MAX - rc_page_size - m->end) &
+			       ~(rc_page_size - 1);
+		g.hi = m->end + want;
+		rc_itree_visit(&cache->tree, m->end, g.hi, rc_edge_fn, &g);
+		if (g.hi <= m->end)
+			return;
+		m->gend = m->end + rc_mapped_run(m->end, g.hi - m->end, false);
+	} else if (m->rstart < cs) {
+		/* Growing down: stay above page 0 and the previous entry. */
+		if (m->start <= rc_page_size)
+			return;
+		if (want > m->start - rc_page_size)
+			want = m->start - rc_page_size;
+		g.down = true;
+		g.lo = m->start - want;
+		rc_itree_visit(&cache->tree, g.lo, m->start, rc_edge_fn, &g);
+		if (g.lo >= m->start)
+			return;
+		m->gstart = m->start - rc_mapped_run(m->start, m->start - g.lo, true);
+	}
+}
+
+/*
+ * The callback refused the grown range: the extension probably reaches
+ * memory it cannot register though it is mapped (a PROT_NONE guard, a
+ * device mapping).  Halve the extension rather than fall back to the bare
+ * union at once, which would bring back one registration of the whole
+ * union per chunk for a buffer next to such memory.  At most
+ * log2(extension / page size) refused calls; false when nothing is left.
+ */
+static bool rc_grow_shrink(struct rc_merge *m)
+{
+	size_t ext = (m->gend - m->end) + (m->start - m->gstart);
+
+	ext = (ext / 2) & ~(rc_page_size - 1);
+	if (!ext)
+		return false;
+	if (m->gend > m->end)
+		m->gend = m->end + ext;
+	else
+		m->gstart = m->start - ext;
+	return true;
+}
+
+/* Point e at what attempt 'level' registers. */
+static void rc_try_apply(struct regcache_entry *e, const struct rc_merge *m,
+			 enum rc_try level)
+{
+	switch (level) {
+	case RC_TRY_GROWN:
+		e->node.start = m->gstart;
+		e->node.end = m->gend;
+		e->access = m->access;
+		break;
+	case RC_TRY_UNION:
+		e->node.start = m->start;
+		e->node.end = m->end;
+		e->access = m->access;
+		break;
+	case RC_TRY_EXACT:
+		e->node.start = m->rstart;
+		e->node.end = m->rend;
+		e->access = m->raccess;
+		break;
+	}
 }
 
 /* Drop the references taken on the covered entries.  Write lock held. */
@@ -560,6 +756,44 @@ static int rc_subscribe_locked(struct regcache *cache, struct regcache_entry *e,
 	}
 	e->subscribed = !ret;
 	return ret;
+}
+
+/* Move to the next, narrower attempt.  Write lock held. */
+static void rc_try_next(struct rc_merge *m, enum rc_try *level,
+			struct rc_list *release)
+{
+	if (*level == RC_TRY_UNION)
+		rc_merge_unref(m, release);	/* the exact request covers none */
+	if (*level != RC_TRY_EXACT)
+		(*level)++;
+}
+
+/*
+ * Subscribe e for the widest attempt the monitor accepts, from *level on.
+ * The extension may reach memory the monitor cannot watch (kmod: unmapped;
+ * uffd: not anon/shmem/hugetlb, or another userfaultfd's), or push the
+ * module's pinned cap: then it is dropped, never paid for by an eviction.
+ * Only the exact request may end unsubscribed (then it is not cached).
+ * Write lock held.
+ */
+static int rc_subscribe_try(struct regcache *cache, struct regcache_entry *e,
+			    struct rc_merge *m, enum rc_try *level,
+			    struct rc_list *release)
+{
+	int ret;
+
+	for (;;) {
+		rc_try_apply(e, m, *level);
+		if (*level == RC_TRY_GROWN) {
+			ret = cache->mon->subscribe(cache, e);
+			e->subscribed = !ret;
+		} else {
+			ret = rc_subscribe_locked(cache, e, release);
+		}
+		if (!ret || *level == RC_TRY_EXACT)
+			return ret;
+		rc_try_next(m, level, release);
+	}
 }
 
 static int rc_register(struct regcache *cache, struct regcache_entry *e)
@@ -616,7 +850,8 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 	struct rc_merge m;
 	struct rc_list release;
 	struct regcache_entry *e;
-	bool merged, stale;
+	bool merged, stale, grow = true;
+	enum rc_try level;
 	unsigned int tries;
 	size_t i;
 	int ret = 0;
@@ -653,9 +888,9 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 			break;
 		}
 		m.cache = cache;
-		m.start = start;
-		m.end = end;
-		m.access = access;
+		m.start = m.rstart = start;
+		m.end = m.rend = end;
+		m.access = m.raccess = access;
 		m.ncovered = 0;
 		m.grew = m.nomem = false;
 		merged = cache->merge_max >= rc_page_size && rc_merge_plan(cache, &m);
@@ -665,23 +900,20 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 			m.end = end;
 			m.access = access;
 		}
-		e->node.start = m.start;
-		e->node.end = m.end;
-		e->access = m.access;
+		level = RC_TRY_EXACT;
+		if (merged) {
+			m.gstart = m.start;
+			m.gend = m.end;
+			if (grow)
+				rc_grow_plan(cache, &m);
+			level = m.gstart != m.start || m.gend != m.end ?
+				RC_TRY_GROWN : RC_TRY_UNION;
+		}
 		e->cached = true;
 		/* Pin the covered entries: they may not vanish while unlocked. */
 		for (i = 0; i < m.ncovered; i++)
 			atomic_fetch_add(&m.covered[i]->refs, RC_REF_USER);
-		ret = rc_subscribe_locked(cache, e, &release);
-		if (ret && merged) {
-			/* Probably a hole in the union: try the request alone. */
-			rc_merge_unref(&m, &release);
-			merged = false;
-			e->node.start = start;
-			e->node.end = end;
-			e->access = access;
-			ret = rc_subscribe_locked(cache, e, &release);
-		}
+		ret = rc_subscribe_try(cache, e, &m, &level, &release);
 		if (ret)
 			e->cached = false;	/* cannot watch it: do not keep it */
 		rc_list_add_tail(&cache->pending, &e->link);
@@ -689,24 +921,25 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 		rc_release_list(cache, &release);
 
 		ret = rc_register(cache, e);
-		if (ret && merged) {
-			/* A union with unmapped holes: fall back to the request. */
+		while (ret && level != RC_TRY_EXACT) {
+			/*
+			 * An extension into memory the backend refuses, or a
+			 * union with unmapped holes: try the next narrower range.
+			 */
 			rc_brlock_write_lock(&cache->lock);
 			if (e->subscribed) {
 				cache->mon->unsubscribe(cache, e);
 				e->subscribed = false;
 			}
-			rc_merge_unref(&m, &release);
-			merged = false;
-			e->node.start = start;
-			e->node.end = end;
-			e->access = access;
+			if (level != RC_TRY_GROWN || !rc_grow_shrink(&m))
+				rc_try_next(&m, &level, &release);
 			atomic_store(&e->stale, 0);
-			e->cached = !rc_subscribe_locked(cache, e, &release);
+			e->cached = !rc_subscribe_try(cache, e, &m, &level, &release);
 			rc_brlock_write_unlock(&cache->lock);
 			rc_release_list(cache, &release);
 			ret = rc_register(cache, e);
 		}
+		merged = level != RC_TRY_EXACT;
 
 		rc_brlock_write_lock(&cache->lock);
 		rc_list_del(&e->link);	/* off the pending list */
@@ -725,7 +958,14 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 		}
 		if (atomic_load(&e->stale) ||
 		    (e->subscribed && !cache->mon->valid(cache, e))) {
-			/* The memory changed while we registered it: again. */
+			/*
+			 * The memory changed while we registered it: again.
+			 * Without the extension, which may cover a busy
+			 * neighbouring mapping the request has nothing to do
+			 * with.
+			 */
+			if (level == RC_TRY_GROWN)
+				grow = false;
 			if (e->subscribed) {
 				cache->mon->unsubscribe(cache, e);
 				e->subscribed = false;

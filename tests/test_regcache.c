@@ -61,6 +61,73 @@ static char *map_pages(size_t n)
 	return p;
 }
 
+/*
+ * Coalescing of a buffer registered chunk by chunk.  A wrapper around the
+ * counting backend records every registered range, so a test can bound
+ * the bytes registered and check that none reached outside the mapping.
+ */
+static uintptr_t co_lo, co_hi;		/* every registration inside */
+static uintptr_t co_bad_lo, co_bad_hi;	/* refused, like a PROT_NONE page */
+static _Atomic size_t co_bytes, co_max_len;
+static _Atomic int co_outside;
+
+static int co_reg(void *user, void *addr, size_t len, uint32_t access,
+		  void **handle)
+{
+	int ret;
+
+	if ((uintptr_t)addr < co_bad_hi && (uintptr_t)addr + len > co_bad_lo)
+		return -EFAULT;
+	ret = tb_reg(user, addr, len, access, handle);
+	if (ret)
+		return ret;
+	co_bytes += len;
+	if (len > co_max_len)
+		co_max_len = len;
+	if ((uintptr_t)addr < co_lo || (uintptr_t)addr + len > co_hi)
+		co_outside++;
+	return 0;
+}
+
+static int make_co_cache(size_t merge_max)
+{
+	struct regcache_attr a = {
+		.reg = co_reg, .dereg = tb_dereg, .user = &be,
+		.monitor = mon_type, .merge_max = merge_max,
+		.flags = REGCACHE_ATTR_NO_ENV,
+	};
+
+	memset(&be, 0, sizeof(be));
+	co_bytes = co_max_len = 0;
+	co_outside = 0;
+	co_bad_lo = co_bad_hi = 0;
+	return regcache_create(&a, &cache);
+}
+
+/*
+ * n pages with an unmapped page on either side, each between the buffer
+ * and a mapped sentinel page: a one-page hole that a later mmap() will
+ * hardly fill (a bare hole next to free address space would be, since
+ * mmap() places new mappings right below the lowest one).
+ */
+static char *map_guarded(size_t n)
+{
+	char *p = map_pages(n + 4);
+
+	if (!p)
+		return NULL;
+	munmap(p + psz, psz);
+	munmap(p + (n + 2) * psz, psz);
+	co_lo = (uintptr_t)(p + 2 * psz);
+	co_hi = co_lo + n * psz;
+	return p + 2 * psz;
+}
+
+static void unmap_guarded(char *buf, size_t n)
+{
+	munmap(buf - 2 * psz, (n + 4) * psz);
+}
+
 static struct regcache_stats stats(void)
 {
 	struct regcache_stats st;
@@ -126,24 +193,27 @@ static void test_miss(void)
 static void test_merge(void)
 {
 	struct regcache_entry *a, *b, *c, *d;
-	char *buf = map_pages(16);
+	char *buf = map_guarded(16);
 
 	CU_ASSERT_FATAL(buf != NULL);
 	CU_ASSERT_FATAL(make_cache(0, 0, 0) == 0);
 	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, 2 * psz, 1, &a), 0);
 	regcache_put(cache, a);
-	/* Adjacent: the union [0, 4) replaces [0, 2). */
+	/* Adjacent: the union [0, 4), grown upward by its length to [0, 8),
+	 * replaces [0, 2). */
 	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + 2 * psz, 2 * psz, 2, &b), 0);
 	CU_ASSERT_PTR_EQUAL(regcache_entry_addr(b), buf);
-	CU_ASSERT_EQUAL(regcache_entry_len(b), 4 * psz);
+	CU_ASSERT_EQUAL(regcache_entry_len(b), 8 * psz);
 	CU_ASSERT_EQUAL(regcache_entry_access(b), 3);
 	CU_ASSERT_EQUAL(stats().merges, 1);
 	CU_ASSERT_EQUAL(stats().entries, 1);
 	CU_ASSERT_EQUAL(be.deregs, 1);		/* [0, 2) retired */
-	/* Overlapping and held: the union takes it in; the holder keeps it. */
-	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + 3 * psz, 3 * psz, 1, &c), 0);
+	/* Overlapping and held: the union [0, 10) takes it in, grown by 10
+	 * but only as far as the mapping goes (16); the holder keeps it. */
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + 7 * psz, 3 * psz, 1, &c), 0);
 	CU_ASSERT_PTR_EQUAL(regcache_entry_addr(c), buf);
-	CU_ASSERT_EQUAL(regcache_entry_len(c), 6 * psz);
+	CU_ASSERT_EQUAL(regcache_entry_len(c), 16 * psz);
+	CU_ASSERT_EQUAL(regcache_entry_access(c), 3);
 	CU_ASSERT(tb_live(b));
 	CU_ASSERT_EQUAL(be.deregs, 1);
 	CU_ASSERT_EQUAL(regcache_put(cache, b), 0);
@@ -151,12 +221,15 @@ static void test_merge(void)
 	/* Everything inside hits the union now. */
 	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + psz, psz, 1, &d), 0);
 	CU_ASSERT_PTR_EQUAL(d, c);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + 15 * psz, psz, 2, &a), 0);
+	CU_ASSERT_PTR_EQUAL(a, c);
+	regcache_put(cache, a);
 	regcache_put(cache, c);
 	regcache_put(cache, d);
 	CU_ASSERT_EQUAL(be.regs, 3);
 	drop_cache();
 	CU_ASSERT_EQUAL(be.live, 0);
-	munmap(buf, 16 * psz);
+	unmap_guarded(buf, 16);
 }
 
 static void test_merge_limit(void)
@@ -198,6 +271,266 @@ static void test_merge_hole(void)
 	drop_cache();
 	CU_ASSERT_EQUAL(be.live, 0);
 	munmap(buf, 3 * psz);
+}
+
+/* Get and put chunk i of buf; false if the get failed. */
+static bool co_get(char *buf, size_t i)
+{
+	struct regcache_entry *e;
+
+	if (regcache_get(cache, buf + i * psz, psz, 1, &e))
+		return false;
+	regcache_put(cache, e);
+	return true;
+}
+
+/* Every chunk hits now: no new registration. */
+static void co_all_hit(char *buf, size_t n)
+{
+	long regs = be.regs;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		CU_ASSERT_FATAL(co_get(buf, i));
+	CU_ASSERT_EQUAL(be.regs, regs);
+}
+
+#define CO_CHUNKS	2048
+#define CO_LOG2		11
+
+static void co_one_by_one(bool descending)
+{
+	char *buf = map_guarded(CO_CHUNKS);
+	size_t i;
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_FATAL(make_co_cache(0) == 0);	/* default merge_max */
+	for (i = 0; i < CO_CHUNKS; i++)
+		CU_ASSERT_FATAL(co_get(buf, descending ? CO_CHUNKS - 1 - i : i));
+	rc_diag("%s: %ld registrations, %zu bytes registered for %zu",
+		descending ? "descending" : "ascending", (long)be.regs,
+		(size_t)co_bytes, (size_t)CO_CHUNKS * psz);
+	CU_ASSERT(be.regs <= 2 * CO_LOG2 + 4);
+	/* Geometric growth: O(final size) bytes, not O(n^2). */
+	CU_ASSERT(co_bytes <= 4 * CO_CHUNKS * psz);
+	CU_ASSERT_EQUAL(co_outside, 0);
+	co_all_hit(buf, CO_CHUNKS);
+	CU_ASSERT_EQUAL(stats().entries, 1);
+	drop_cache();
+	CU_ASSERT_EQUAL(be.live, 0);
+	CU_ASSERT_EQUAL(be.bad_deregs, 0);
+	unmap_guarded(buf, CO_CHUNKS);
+}
+
+static void test_coalesce_ascending(void)
+{
+	co_one_by_one(false);
+}
+
+static void test_coalesce_descending(void)
+{
+	co_one_by_one(true);
+}
+
+/*
+ * A hole inside the mapping, past where doubling would reach: the
+ * extension stops in front of it, and chunks beyond it still coalesce.
+ */
+static void test_coalesce_hole(void)
+{
+	size_t n = 64, hole = 37, i;
+	char *buf = map_guarded(n);
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_EQUAL_FATAL(munmap(buf + hole * psz, psz), 0);
+	CU_ASSERT_FATAL(make_co_cache(0) == 0);
+	/* Below the hole: every registration must end at or before it. */
+	co_hi = (uintptr_t)(buf + hole * psz);
+	for (i = 0; i < hole; i++)
+		CU_ASSERT_FATAL(co_get(buf, i));
+	CU_ASSERT_EQUAL(co_outside, 0);
+	CU_ASSERT(be.regs <= 2 * 6 + 4);
+	co_all_hit(buf, hole);
+	/* Above it, descending toward it: must start after it. */
+	co_lo = co_hi + psz;
+	co_hi = (uintptr_t)(buf + n * psz);
+	for (i = n - 1; i > hole; i--)
+		CU_ASSERT_FATAL(co_get(buf, i));
+	CU_ASSERT_EQUAL(co_outside, 0);
+	co_all_hit(buf + (hole + 1) * psz, n - hole - 1);
+	/* The two unions are not merged across the hole. */
+	CU_ASSERT_EQUAL(stats().entries, 2);
+	drop_cache();
+	CU_ASSERT_EQUAL(be.live, 0);
+	unmap_guarded(buf, n);
+}
+
+/*
+ * The buffer sits right above mapped memory the backend refuses (a
+ * PROT_NONE guard, a device mapping): the mapping probe lets the
+ * extension through, the callback refuses it, and the extension shrinks
+ * instead of falling back to one registration of the union per chunk.
+ */
+static void test_coalesce_refused_neighbour(void)
+{
+	size_t n = 512, guard = 64, i;
+	char *mem = map_guarded(n + guard), *buf = mem + guard * psz;
+	struct regcache_stats st;
+
+	CU_ASSERT_FATAL(mem != NULL);
+	CU_ASSERT_FATAL(make_co_cache(0) == 0);
+	co_bad_lo = (uintptr_t)mem;
+	co_bad_hi = (uintptr_t)buf;
+	for (i = 0; i < n; i++)
+		CU_ASSERT_FATAL(co_get(buf, n - 1 - i));
+	st = stats();
+	rc_diag("refused neighbour: %ld registrations, %ld refused, %zu bytes for %zu",
+		(long)be.regs, (long)(st.registrations - be.regs),
+		(size_t)co_bytes, n * psz);
+	CU_ASSERT(be.regs <= 2 * 9 + 4);
+	CU_ASSERT(st.registrations - be.regs <= 9 * 9);
+	/* O(n log n) here: each shrunk extension falls short of the guard. */
+	CU_ASSERT(co_bytes <= 9 * n * psz);
+	co_all_hit(buf, n);
+	drop_cache();
+	CU_ASSERT_EQUAL(be.live, 0);
+	unmap_guarded(mem, n + guard);
+}
+
+/* No registration exceeds merge_max; past it a new union starts. */
+static void test_coalesce_merge_max(void)
+{
+	size_t n = 256, mmax = 32, i;
+	char *buf = map_guarded(n);
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_FATAL(make_co_cache(mmax * psz) == 0);
+	for (i = 0; i < n; i++)
+		CU_ASSERT_FATAL(co_get(buf, i));
+	rc_diag("merge_max %zu pages: %ld registrations, largest %zu pages",
+		mmax, (long)be.regs, (size_t)co_max_len / psz);
+	CU_ASSERT(co_max_len <= mmax * psz);
+	CU_ASSERT_EQUAL(co_max_len, mmax * psz);
+	/* About log2(merge_max) per merge_max of buffer, far below n. */
+	CU_ASSERT(be.regs <= (long)(n / mmax) * (5 + 4));
+	CU_ASSERT_EQUAL(co_outside, 0);
+	co_all_hit(buf, n);
+	drop_cache();
+	CU_ASSERT_EQUAL(be.live, 0);
+	unmap_guarded(buf, n);
+}
+
+/* Merging off: one registration per chunk, exactly the chunk. */
+static void test_coalesce_off(void)
+{
+	size_t n = 128, i;
+	char *buf = map_guarded(n);
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_FATAL(make_co_cache(1) == 0);
+	for (i = 0; i < n; i++)
+		CU_ASSERT_FATAL(co_get(buf, i));
+	CU_ASSERT_EQUAL(be.regs, (long)n);
+	CU_ASSERT_EQUAL(co_max_len, psz);
+	CU_ASSERT_EQUAL(stats().merges, 0);
+	drop_cache();
+	unmap_guarded(buf, n);
+}
+
+/* REGCACHE_MERGE=0 turns merging off through the environment too. */
+static void test_coalesce_env_off(void)
+{
+	struct regcache_attr a = {
+		.reg = co_reg, .dereg = tb_dereg, .user = &be,
+		.monitor = mon_type,
+	};
+	size_t n = 64, i;
+	char *buf = map_guarded(n);
+	char *old = getenv("REGCACHE_MERGE");
+
+	CU_ASSERT_FATAL(buf != NULL);
+	if (old)
+		old = strdup(old);
+	setenv("REGCACHE_MERGE", "0", 1);
+	memset(&be, 0, sizeof(be));
+	co_max_len = 0;
+	CU_ASSERT_EQUAL_FATAL(regcache_create(&a, &cache), 0);
+	if (old) {
+		setenv("REGCACHE_MERGE", old, 1);
+		free(old);
+	} else {
+		unsetenv("REGCACHE_MERGE");
+	}
+	for (i = 0; i < n; i++)
+		CU_ASSERT_FATAL(co_get(buf, i));
+	CU_ASSERT_EQUAL(be.regs, (long)n);
+	CU_ASSERT_EQUAL(co_max_len, psz);
+	drop_cache();
+	unmap_guarded(buf, n);
+}
+
+/*
+ * A backend that refuses the extension: the union, then the request, is
+ * registered instead, and the cache stays consistent.
+ */
+static void test_coalesce_refused(void)
+{
+	struct regcache_entry *a, *b;
+	char *buf = map_guarded(16);
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_FATAL(make_co_cache(0) == 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, 2 * psz, 1, &a), 0);
+	regcache_put(cache, a);
+	/* The union is 4 pages, the grown range 8: refuse more than 4. */
+	be.fail_above = 4 * psz;
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + 2 * psz, 2 * psz, 1, &b), 0);
+	CU_ASSERT_PTR_EQUAL(regcache_entry_addr(b), buf);
+	CU_ASSERT_EQUAL(regcache_entry_len(b), 4 * psz);
+	CU_ASSERT(regcache_entry_cached(b));
+	CU_ASSERT_EQUAL(stats().merges, 1);
+	regcache_put(cache, b);
+	/* Refuse the union too: the exact request, no merge. */
+	be.fail_above = psz;
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + 4 * psz, psz, 1, &b), 0);
+	CU_ASSERT_PTR_EQUAL(regcache_entry_addr(b), buf + 4 * psz);
+	CU_ASSERT_EQUAL(regcache_entry_len(b), psz);
+	CU_ASSERT_EQUAL(stats().merges, 1);
+	CU_ASSERT_EQUAL(stats().entries, 2);
+	regcache_put(cache, b);
+	drop_cache();
+	CU_ASSERT_EQUAL(be.live, 0);
+	CU_ASSERT_EQUAL(be.bad_deregs, 0);
+	unmap_guarded(buf, 16);
+}
+
+/* The extension is skipped when it would not fit in max_bytes. */
+static void test_coalesce_max_bytes(void)
+{
+	struct regcache_attr at = {
+		.reg = co_reg, .dereg = tb_dereg, .user = &be,
+		.monitor = mon_type, .max_bytes = 6 * psz,
+		.flags = REGCACHE_ATTR_NO_ENV,
+	};
+	struct regcache_entry *a, *b;
+	char *buf = map_guarded(16);
+
+	CU_ASSERT_FATAL(buf != NULL);
+	memset(&be, 0, sizeof(be));
+	CU_ASSERT_EQUAL_FATAL(regcache_create(&at, &cache), 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + 8 * psz, psz, 1, &a), 0);
+	regcache_put(cache, a);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, 2 * psz, 1, &a), 0);
+	regcache_put(cache, a);
+	/* Union [0, 4) + extension 4 would need 9 pages > 6: no extension,
+	 * and nothing evicted for it. */
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + 2 * psz, 2 * psz, 1, &b), 0);
+	CU_ASSERT_EQUAL(regcache_entry_len(b), 4 * psz);
+	CU_ASSERT_EQUAL(stats().evictions, 0);
+	CU_ASSERT_EQUAL(stats().entries, 2);
+	regcache_put(cache, b);
+	drop_cache();
+	unmap_guarded(buf, 16);
 }
 
 static void test_eviction(void)
@@ -770,6 +1103,11 @@ static void test_stress(void)
 	for (i = 0; i < STRESS_THREADS; i++)
 		pthread_join(t[i], NULL);
 	CU_ASSERT_EQUAL(stress_errors, 0);
+	/*
+	 * A union's extension may reach a neighbouring mapping (a thread
+	 * stack freed at join): release what its invalidation deferred.
+	 */
+	CU_ASSERT(regcache_process_events(cache) >= 0);
 	st = stats();
 	/* Hits are counted without locked adds: concurrent ones may be lost. */
 	CU_ASSERT(st.hits + st.misses + st.uncached <= STRESS_THREADS * STRESS_ITERS);
@@ -889,6 +1227,15 @@ static const struct rc_test_case core_cases[] = {
 	{ "merge", test_merge },
 	{ "merge_limit", test_merge_limit },
 	{ "merge_hole", test_merge_hole },
+	{ "coalesce_ascending", test_coalesce_ascending },
+	{ "coalesce_descending", test_coalesce_descending },
+	{ "coalesce_hole", test_coalesce_hole },
+	{ "coalesce_refused_neighbour", test_coalesce_refused_neighbour },
+	{ "coalesce_merge_max", test_coalesce_merge_max },
+	{ "coalesce_off", test_coalesce_off },
+	{ "coalesce_env_off", test_coalesce_env_off },
+	{ "coalesce_refused", test_coalesce_refused },
+	{ "coalesce_max_bytes", test_coalesce_max_bytes },
 	{ "eviction", test_eviction },
 	{ "eviction_in_use", test_eviction_in_use },
 	{ "refcount", test_refcount },

@@ -209,7 +209,13 @@ nixl_run()
 	echo "nixl $name: $* (t=$(elapsed) s)"
 	timeout 900 taskset -c "$cpu_s" "$bench" -d "$dev" $gidopt -p $port nixl >"$out/nixl-$name.srv" 2>&1 &
 	spid=$!
-	sleep 1
+	# the client is refused if it comes before the server listens
+	i=0
+	while ! grep -q 'waiting for a client' "$out/nixl-$name.srv" 2>/dev/null &&
+	      [ $i -lt 300 ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
 	timeout 900 taskset -c "$cpu_c" "$bench" -d "$dev" $gidopt -p $port --validate "$@" nixl "$addr" >"$out/nixl-$name.txt" 2>&1 ||
 		echo "nixl $name failed: $(tail -n 2 "$out/nixl-$name.txt")"
 	wait "$spid" 2>/dev/null

@@ -1284,6 +1284,28 @@ static void nixl_out(const char *mode, const char *phase, long iters,
 }
 
 /*
+ * One WRITE of the K chunk pairs, start to end: prepare, post, wait, free.
+ * Both the untimed warm-up and every timed iteration of nixl_mode() move
+ * their data through here.
+ */
+static int nixl_xfer(struct client *c, const struct rdmaxfer_iov *iov,
+		     const struct rdmaxfer_desc *rd)
+{
+	struct rdmaxfer_req *req = NULL;
+	int ret;
+
+	ret = rdmaxfer_xfer_prepare(c->peer, RDMAXFER_OP_WRITE, iov,
+				    o.chunks, rd, o.chunks, NULL, &req);
+	if (!ret)
+		ret = rdmaxfer_req_post(req);
+	if (!ret)
+		ret = rdmaxfer_req_wait(req, CTL_TIMEOUT_MS * 4);
+	if (req)
+		rdmaxfer_req_free(req);
+	return ret;
+}
+
+/*
  * One mode of the seed scenario.  Every iteration: register the K chunks,
  * prepare one WRITE request of K pairs, post it, wait, free it, deregister
  * the chunks.  Cache on: registration is rdmaxfer_mem_register/deregister
@@ -1301,7 +1323,6 @@ static int nixl_mode(struct client *c, struct raw_dev *r, bool cached,
 	struct rdmaxfer_mem **mems = calloc(o.chunks, sizeof(*mems));
 	struct ibv_mr **mrs = calloc(o.chunks, sizeof(*mrs));
 	struct nixl_row *rows = calloc((size_t)iters, sizeof(*rows));
-	struct rdmaxfer_req *req = NULL;
 	struct nixl_row steady;
 	struct progress pg;
 	const char *mode = cached ? "on" : "off";
@@ -1321,15 +1342,7 @@ static int nixl_mode(struct client *c, struct raw_dev *r, bool cached,
 			goto out;
 	}
 	if (!cached) {
-		ret = rdmaxfer_xfer_prepare(c->peer, RDMAXFER_OP_WRITE, iov,
-					    o.chunks, rd, o.chunks, NULL, &req);
-		if (!ret)
-			ret = rdmaxfer_req_post(req);
-		if (!ret)
-			ret = rdmaxfer_req_wait(req, CTL_TIMEOUT_MS * 4);
-		if (req)
-			rdmaxfer_req_free(req);
-		req = NULL;
+		ret = nixl_xfer(c, iov, rd);
 		if (ret) {
 			err_msg("nixl warm-up transfer", ret);
 			goto out;
@@ -1357,15 +1370,7 @@ static int nixl_mode(struct client *c, struct raw_dev *r, bool cached,
 			}
 		}
 		t1 = now_ns();
-		ret = rdmaxfer_xfer_prepare(c->peer, RDMAXFER_OP_WRITE, iov,
-					    o.chunks, rd, o.chunks, NULL, &req);
-		if (!ret)
-			ret = rdmaxfer_req_post(req);
-		if (!ret)
-			ret = rdmaxfer_req_wait(req, CTL_TIMEOUT_MS * 4);
-		if (req)
-			rdmaxfer_req_free(req);
-		req = NULL;
+		ret = nixl_xfer(c, iov, rd);
 		t2 = now_ns();
 		if (ret) {
 			err_msg("nixl transfer", ret);

@@ -2,18 +2,27 @@
 /*
  * rdmaxfer_test_util.h - helpers shared by the rdmaxfer transfer tests
  * (test_rdmaxfer.c, one guest; test_rdmaxfer_2host.c, two guests): the
- * clock, the data pattern, agent creation and a synchronous transfer.
+ * clock, the data pattern, the buffer sizes, agent creation, a synchronous
+ * transfer, and the checks both programs run alike (cache integration,
+ * concurrent fetch-and-add, a refused WRITE and the peer's recovery).
  * The includer defines WAIT_MS, the bound of every wait.
  */
 #ifndef RDMAXFER_TEST_UTIL_H
 #define RDMAXFER_TEST_UTIL_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "rdmaxfer.h"
 #include "rc_test.h"
+
+/* Both programs: the server's registered buffer and the client's. */
+#define MiB		(1024UL * 1024)
+#define SRV_LEN		(24 * MiB)
+#define CLI_LEN		(24 * MiB)
 
 #ifndef WAIT_MS
 #error "define WAIT_MS before including rdmaxfer_test_util.h"
@@ -74,11 +83,137 @@ static inline int xfer_sync(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
 	return ret;
 }
 
+/*
+ * The cache-integration check, on agent a over peer: a WRITE of the two
+ * pairs iov -> d registers each pair at most once, 30 reposts of the same
+ * request and a second request over the same buffers register nothing
+ * more and hit the cache at least 30 times.  monitor names the agent's
+ * cache monitor in the diagnostic.
+ */
+static inline void check_cache_register_once(struct rdmaxfer_agent *a,
+					     struct rdmaxfer_peer *peer,
+					     const char *monitor,
+					     const struct rdmaxfer_iov *iov,
+					     const struct rdmaxfer_desc *d)
+{
+	struct regcache_stats s0, s1, s2;
+	struct rdmaxfer_req *req;
+	int i;
+
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_agent_cache_stats(a, &s0), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_xfer_prepare(peer, RDMAXFER_OP_WRITE,
+						    iov, 2, d, 2, NULL, &req), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post(req), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_wait(req, WAIT_MS), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_agent_cache_stats(a, &s1), 0);
+	CU_ASSERT(s1.registrations - s0.registrations >= 1);
+	CU_ASSERT(s1.registrations - s0.registrations <= 2);
+	for (i = 0; i < 30; i++) {
+		CU_ASSERT_EQUAL(rdmaxfer_req_post(req), 0);
+		CU_ASSERT_EQUAL(rdmaxfer_req_wait(req, WAIT_MS), 0);
+	}
+	rdmaxfer_req_free(req);
+	/* a second request over the same buffers: still no registration */
+	CU_ASSERT_EQUAL(xfer_sync(peer, RDMAXFER_OP_WRITE, iov, d, 2, NULL), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_agent_cache_stats(a, &s2), 0);
+	rc_diag("monitor %s: registrations %llu -> %llu -> %llu, hits +%llu",
+		monitor, (unsigned long long)s0.registrations,
+		(unsigned long long)s1.registrations,
+		(unsigned long long)s2.registrations,
+		(unsigned long long)(s2.hits - s1.hits));
+	CU_ASSERT_EQUAL(s2.registrations, s1.registrations);
+	CU_ASSERT(s2.hits - s1.hits >= 30);
+}
+
+/* The 2 MiB source buffer of the cache check, or NULL when agent a runs
+ * without a cache monitor: every use registers, the case is skipped.
+ * info receives the agent's description. */
+static inline uint8_t *cache_check_buf(struct rdmaxfer_agent *a,
+				       struct rdmaxfer_agent_info *info)
+{
+	uint8_t *buf = aligned_alloc(4096, 2 * MiB);
+
+	CU_ASSERT_FATAL(buf != NULL);
+	rdmaxfer_agent_query(a, info);
+	if (!strcmp(info->cache_monitor, "none")) {
+		rc_skip("cache monitor is \"none\": every use registers");
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* m fetch-and-adds with the prepared request req (result word res), each
+ * old value into olds, then free req.  Stops at the first error. */
+static inline int fadd_run(struct rdmaxfer_req *req, const uint64_t *res,
+			   uint64_t *olds, int m)
+{
+	int ret = 0, i;
+
+	for (i = 0; i < m; i++) {
+		ret = rdmaxfer_req_post(req);
+		if (!ret)
+			ret = rdmaxfer_req_wait(req, WAIT_MS);
+		if (ret)
+			break;
+		olds[i] = *res;
+	}
+	rdmaxfer_req_free(req);
+	return ret;
+}
+
+/* Prepare and post one WRITE (iov -> bad) the other side must refuse and
+ * wait for it; the request goes to *reqp, its status is returned. */
+static inline int post_refused_write(struct rdmaxfer_peer *peer,
+				     const struct rdmaxfer_iov *iov,
+				     const struct rdmaxfer_desc *bad,
+				     struct rdmaxfer_req **reqp)
+{
+	double t0 = now_s();
+	int ret;
+
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_xfer_prepare(peer, RDMAXFER_OP_WRITE,
+						    iov, 1, bad, 1, NULL, reqp), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_req_post(*reqp), 0);
+	ret = rdmaxfer_req_wait(*reqp, WAIT_MS);
+	rc_diag("bad request: %d %s (%s) after %.3f s", ret,
+		rdmaxfer_strerror(ret), rdmaxfer_req_strerror(*reqp),
+		now_s() - t0);
+	return ret;
+}
+
+/* After a refused request: the failed peer is out of CONNECTED and
+ * refuses work until reconnected; reconnect it, then free req. */
+static inline void check_refused_then_recover(struct rdmaxfer_peer *peer,
+					      struct rdmaxfer_req *req)
+{
+	CU_ASSERT_NOT_EQUAL(rdmaxfer_peer_state(peer), RDMAXFER_PEER_CONNECTED);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post(req), -ENOTCONN);
+	CU_ASSERT_EQUAL(rdmaxfer_peer_reconnect(peer, 10000), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_peer_state(peer), RDMAXFER_PEER_CONNECTED);
+	rdmaxfer_req_free(req);
+}
+
 static inline int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
 	return x < y ? -1 : x > y;
+}
+
+/* The n old values the fetch-and-adds returned (sorted in place) are
+ * 0 .. n-1, each exactly once: every add was atomic. */
+static inline void check_permutation(uint64_t *all, size_t n)
+{
+	size_t j;
+
+	qsort(all, n, sizeof(*all), cmp_u64);
+	for (j = 0; j < n; j++) {
+		if (all[j] != (uint64_t)j) {
+			CU_FAIL("fetched values are not a permutation");
+			break;
+		}
+	}
 }
 
 #endif /* RDMAXFER_TEST_UTIL_H */

@@ -22,12 +22,6 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 
-#include "rdmaxfer.h"
-#include "rc_test.h"
-
-#define MiB		(1024UL * 1024)
-#define SRV_LEN		(24 * MiB)
-#define CLI_LEN		(24 * MiB)
 #define WAIT_MS		20000
 
 #include "rdmaxfer_test_util.h"
@@ -453,7 +447,6 @@ static void *fadd_thread(void *p)
 	struct rdmaxfer_peer *peer;
 	struct rdmaxfer_req *req;
 	uint64_t *res = aligned_alloc(64, 64);
-	int i;
 
 	a->ret = new_agent(RDMAXFER_PROGRESS_CALLER, 1, &ag);
 	if (a->ret)
@@ -465,15 +458,7 @@ static void *fadd_thread(void *p)
 					 1, 0, res, &req);
 	if (a->ret)
 		goto destroy;
-	for (i = 0; i < a->m; i++) {
-		a->ret = rdmaxfer_req_post(req);
-		if (!a->ret)
-			a->ret = rdmaxfer_req_wait(req, WAIT_MS);
-		if (a->ret)
-			break;
-		a->olds[i] = *res;
-	}
-	rdmaxfer_req_free(req);
+	a->ret = fadd_run(req, res, a->olds, a->m);
 destroy:
 	rdmaxfer_agent_destroy(ag);
 	free(res);
@@ -487,7 +472,7 @@ static void test_fadd_contention(void)
 	pthread_t th[N];
 	uint64_t *all = calloc(N * M, sizeof(*all));
 	volatile uint64_t *word = (uint64_t *)(srv_buf + 4096);
-	int i, j;
+	int i;
 
 	CU_ASSERT_FATAL(all != NULL);
 	*word = 0;
@@ -505,14 +490,7 @@ static void test_fadd_contention(void)
 		CU_ASSERT_EQUAL(args[i].ret, 0);
 	}
 	CU_ASSERT_EQUAL(*word, (uint64_t)N * M);
-	/* every old value 0..N*M-1 seen exactly once: each add was atomic */
-	qsort(all, N * M, sizeof(*all), cmp_u64);
-	for (j = 0; j < N * M; j++) {
-		if (all[j] != (uint64_t)j) {
-			CU_FAIL("fetched values are not a permutation");
-			break;
-		}
-	}
+	check_permutation(all, N * M);
 	free(all);
 }
 
@@ -559,24 +537,13 @@ static void expect_remote_error(struct rdmaxfer_desc *bad)
 	struct rdmaxfer_iov iov = { cli_buf, bad->len };
 	struct rdmaxfer_desc good;
 	struct rdmaxfer_req *req;
-	double t0 = now_s();
 	int ret;
 
-	CU_ASSERT_EQUAL_FATAL(rdmaxfer_xfer_prepare(cli_peer, RDMAXFER_OP_WRITE,
-						    &iov, 1, bad, 1, NULL, &req), 0);
-	CU_ASSERT_EQUAL_FATAL(rdmaxfer_req_post(req), 0);
-	ret = rdmaxfer_req_wait(req, WAIT_MS);
-	rc_diag("bad request: %d %s (%s) after %.3f s", ret,
-		rdmaxfer_strerror(ret), rdmaxfer_req_strerror(req), now_s() - t0);
+	ret = post_refused_write(cli_peer, &iov, bad, &req);
 	CU_ASSERT(ret != 0 && ret != -ETIMEDOUT && ret != -EINPROGRESS);
 	CU_ASSERT(ret == -EACCES || ret == -EREMOTEIO);
 	CU_ASSERT(strstr(rdmaxfer_req_strerror(req), "error") != NULL);
-	CU_ASSERT_NOT_EQUAL(rdmaxfer_peer_state(cli_peer), RDMAXFER_PEER_CONNECTED);
-	/* the failed peer refuses work until reconnected */
-	CU_ASSERT_EQUAL(rdmaxfer_req_post(req), -ENOTCONN);
-	CU_ASSERT_EQUAL(rdmaxfer_peer_reconnect(cli_peer, 10000), 0);
-	CU_ASSERT_EQUAL_FATAL(rdmaxfer_peer_state(cli_peer), RDMAXFER_PEER_CONNECTED);
-	rdmaxfer_req_free(req);
+	check_refused_then_recover(cli_peer, req);
 
 	/* the agent and the same peer handle work again */
 	memset(cli_buf, 0x5a, 4096);
@@ -820,47 +787,17 @@ static void test_killed_peer(void)
 
 static void test_cache_register_once(void)
 {
-	struct regcache_stats s0, s1, s2;
 	struct rdmaxfer_agent_info info;
-	uint8_t *buf = aligned_alloc(4096, 2 * MiB);
+	uint8_t *buf = cache_check_buf(cli, &info);
 	struct rdmaxfer_iov iov[2] = { { buf + 1, 5000 }, { buf + MiB, MiB } };
 	struct rdmaxfer_desc d[2];
-	struct rdmaxfer_req *req;
-	int i;
 
-	CU_ASSERT_FATAL(buf != NULL);
-	rdmaxfer_agent_query(cli, &info);
-	if (!strcmp(info.cache_monitor, "none")) {
-		rc_skip("cache monitor is \"none\": every use registers");
-		free(buf);
+	if (!buf)
 		return;
-	}
 	memset(buf, 0x11, 2 * MiB);
 	CU_ASSERT_EQUAL(rdmaxfer_mem_desc(srv_mem, 0, 5000, &d[0]), 0);
 	CU_ASSERT_EQUAL(rdmaxfer_mem_desc(srv_mem, 2 * MiB, MiB, &d[1]), 0);
-	CU_ASSERT_EQUAL_FATAL(rdmaxfer_agent_cache_stats(cli, &s0), 0);
-	CU_ASSERT_EQUAL_FATAL(rdmaxfer_xfer_prepare(cli_peer, RDMAXFER_OP_WRITE,
-						    iov, 2, d, 2, NULL, &req), 0);
-	CU_ASSERT_EQUAL(rdmaxfer_req_post(req), 0);
-	CU_ASSERT_EQUAL(rdmaxfer_req_wait(req, WAIT_MS), 0);
-	CU_ASSERT_EQUAL(rdmaxfer_agent_cache_stats(cli, &s1), 0);
-	CU_ASSERT(s1.registrations - s0.registrations >= 1);
-	CU_ASSERT(s1.registrations - s0.registrations <= 2);
-	for (i = 0; i < 30; i++) {
-		CU_ASSERT_EQUAL(rdmaxfer_req_post(req), 0);
-		CU_ASSERT_EQUAL(rdmaxfer_req_wait(req, WAIT_MS), 0);
-	}
-	rdmaxfer_req_free(req);
-	/* a second request over the same buffers: still no registration */
-	CU_ASSERT_EQUAL(xfer_sync(cli_peer, RDMAXFER_OP_WRITE, iov, d, 2, NULL), 0);
-	CU_ASSERT_EQUAL(rdmaxfer_agent_cache_stats(cli, &s2), 0);
-	rc_diag("monitor %s: registrations %llu -> %llu -> %llu, hits +%llu",
-		info.cache_monitor, (unsigned long long)s0.registrations,
-		(unsigned long long)s1.registrations,
-		(unsigned long long)s2.registrations,
-		(unsigned long long)(s2.hits - s1.hits));
-	CU_ASSERT_EQUAL(s2.registrations, s1.registrations);
-	CU_ASSERT(s2.hits - s1.hits >= 30);
+	check_cache_register_once(cli, cli_peer, info.cache_monitor, iov, d);
 	CU_ASSERT(!memcmp(srv_buf + 2 * MiB, buf + MiB, MiB));
 	free(buf);
 }

@@ -192,6 +192,24 @@ static void qp_established(struct rx_qp *q)
 	}
 }
 
+/*
+ * Lock held.  A receive completed on a QP whose ESTABLISHED event has not
+ * been seen.  On the passive side that event comes from the RTU, which
+ * travels apart from the data and can arrive after the peer's first
+ * message; replying to that message must not fail with -ENOTCONN.  Data
+ * on the QP proves the connection: tell the CM (what rdma_notify() is
+ * for) and count the QP as established.  The event, when it comes, finds
+ * it so and changes nothing.
+ */
+void rx_qp_comm_est(struct rx_qp *q)
+{
+	if (q->established)
+		return;
+	if (q->id)
+		(void)rdma_notify(q->id, IBV_EVENT_COMM_EST);
+	qp_established(q);
+}
+
 static struct rdmaxfer_peer *find_accepting(struct rdmaxfer_agent *agent,
 					    const struct rx_hello *h)
 {

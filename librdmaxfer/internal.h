@@ -274,6 +274,7 @@ int64_t rx_deadline(int timeout_ms);
 int rx_cm_event_locked(struct rdmaxfer_agent *agent, struct rdma_cm_event *ev);
 void rx_peer_fail(struct rdmaxfer_peer *peer, int err);
 void rx_peer_free(struct rdmaxfer_peer *peer);
+void rx_qp_comm_est(struct rx_qp *q);
 struct rdmaxfer_peer *rx_peer_by_qpn(struct rdmaxfer_agent *agent,
 				     uint32_t qpn, unsigned int *qp_index);
 

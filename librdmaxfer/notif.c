@@ -62,10 +62,13 @@ void rx_recv_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
 	uint32_t index = (uint32_t)((wc->wr_id & RX_PTR_MASK) >> 3);
 	struct rdmaxfer_notif *n;
 	struct rdmaxfer_peer *peer;
+	unsigned int qi;
 
 	if (wc->status != IBV_WC_SUCCESS)
 		goto repost;
-	peer = rx_peer_by_qpn(agent, wc->qp_num, NULL);
+	peer = rx_peer_by_qpn(agent, wc->qp_num, &qi);
+	if (peer)
+		rx_qp_comm_est(&peer->qps[qi]);
 	n = malloc(sizeof(*n));
 	if (!n)
 		goto repost;

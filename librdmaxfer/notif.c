@@ -131,7 +131,13 @@ int rdmaxfer_notif_send(struct rdmaxfer_peer *peer, uint32_t value,
 		return -EMSGSIZE;
 	agent = peer->agent;
 	pthread_mutex_lock(&agent->lock);
-	if (peer->state != RDMAXFER_PEER_CONNECTED) {
+	/*
+	 * Notifications use QP 0 only, so QP 0 being up is enough: a reply
+	 * to a peer's first message may come before the ESTABLISHED events
+	 * of its other QPs (see rx_qp_comm_est()).
+	 */
+	if (peer->state != RDMAXFER_PEER_CONNECTED &&
+	    !(peer->state == RDMAXFER_PEER_CONNECTING && peer->qps[0].established)) {
 		ret = -ENOTCONN;
 		goto unlock;
 	}

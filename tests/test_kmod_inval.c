@@ -585,51 +585,6 @@ static void test_visible_on_return(void)
 	CU_ASSERT(kt_slot(&c, unrel_slot) == unrel_word);
 }
 
-static int recv_fd(int sock)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct msghdr mh = { 0 };
-	struct cmsghdr *cm;
-	struct iovec iov;
-	char ch;
-	int fd;
-
-	iov.iov_base = &ch;
-	iov.iov_len = 1;
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = cbuf;
-	mh.msg_controllen = sizeof(cbuf);
-	if (recvmsg(sock, &mh, 0) != 1)
-		return -1;
-	cm = CMSG_FIRSTHDR(&mh);
-	if (!cm || cm->cmsg_type != SCM_RIGHTS)
-		return -1;
-	memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
-	return fd;
-}
-
-static int send_fd(int sock, int fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct msghdr mh = { 0 };
-	struct cmsghdr *cm;
-	struct iovec iov;
-
-	iov.iov_base = "f";
-	iov.iov_len = 1;
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = cbuf;
-	mh.msg_controllen = sizeof(cbuf);
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(fd));
-	return sendmsg(sock, &mh, 0) == 1 ? 0 : -1;
-}
-
 /* Find "pid watches pinned events overflows comm" for pid in the context list. */
 static int ctx_line(pid_t pid, long long *watches, long long *events)
 {
@@ -680,12 +635,12 @@ static void test_exit_with_watches(void)
 			for (k = 0; k < 64; k++)
 				if (kt_watch(&cc, p + k * pg, pg, k, pg, NULL, NULL))
 					_exit(2);
-			if (i == 1 && send_fd(sv[1], cc.fd))
+			if (i == 1 && kt_send_fd(sv[1], cc.fd))
 				_exit(3);
 			_exit(0);	/* no close, no unwatch */
 		}
 		close(sv[1]);
-		fd = i == 1 ? recv_fd(sv[0]) : -1;
+		fd = i == 1 ? kt_recv_fd(sv[0]) : -1;
 		CU_ASSERT(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
 		close(sv[0]);
 		if (i == 1) {

@@ -105,47 +105,6 @@ static void test_forked_child(void)
 	munmap(p, 2 * pg);
 }
 
-static int send_fd(int sock, int fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct msghdr mh = { 0 };
-	struct cmsghdr *cm;
-	struct iovec iov = { .iov_base = "f", .iov_len = 1 };
-
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = cbuf;
-	mh.msg_controllen = sizeof(cbuf);
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(fd));
-	return sendmsg(sock, &mh, 0) == 1 ? 0 : -1;
-}
-
-static int recv_fd(int sock)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct msghdr mh = { 0 };
-	struct cmsghdr *cm;
-	char ch;
-	struct iovec iov = { .iov_base = &ch, .iov_len = 1 };
-	int fd;
-
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = cbuf;
-	mh.msg_controllen = sizeof(cbuf);
-	if (recvmsg(sock, &mh, 0) != 1)
-		return -1;
-	cm = CMSG_FIRSTHDR(&mh);
-	if (!cm || cm->cmsg_type != SCM_RIGHTS)
-		return -1;
-	memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
-	return fd;
-}
-
 /* The receiver exists before the context does: it never shared our mm. */
 static void test_scm_rights(void)
 {
@@ -164,7 +123,7 @@ static void test_scm_rights(void)
 		int fd, bad;
 
 		close(sv[0]);
-		fd = recv_fd(sv[1]);
+		fd = kt_recv_fd(sv[1]);
 		if (fd < 0 || !mine)
 			_exit(100);
 		bad = foreign_attempts(fd, 1 << 20, mine);
@@ -175,7 +134,7 @@ static void test_scm_rights(void)
 	close(sv[1]);
 	CU_ASSERT_FATAL(kt_open(&c, 0, true) == 0);
 	CU_ASSERT_FATAL(kt_watch(&c, p, 2 * pg, 12, 0, &slot, &word) == 0);
-	CU_ASSERT(send_fd(sv[0], c.fd) == 0);
+	CU_ASSERT(kt_send_fd(sv[0], c.fd) == 0);
 	CU_ASSERT(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
 	CU_ASSERT(WEXITSTATUS(st) == 0);
 	close(sv[0]);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "rc_test.h"
@@ -191,4 +192,45 @@ long long kt_sysfs(const char *name)
 
 	snprintf(path, sizeof(path), "/sys/class/misc/regcache/%s", name);
 	return kt_read_ll(path);
+}
+
+int kt_send_fd(int sock, int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct msghdr mh = { 0 };
+	struct cmsghdr *cm;
+	struct iovec iov = { .iov_base = "f", .iov_len = 1 };
+
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cbuf;
+	mh.msg_controllen = sizeof(cbuf);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(fd));
+	return sendmsg(sock, &mh, 0) == 1 ? 0 : -1;
+}
+
+int kt_recv_fd(int sock)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct msghdr mh = { 0 };
+	struct cmsghdr *cm;
+	char ch;
+	struct iovec iov = { .iov_base = &ch, .iov_len = 1 };
+	int fd;
+
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cbuf;
+	mh.msg_controllen = sizeof(cbuf);
+	if (recvmsg(sock, &mh, 0) != 1)
+		return -1;
+	cm = CMSG_FIRSTHDR(&mh);
+	if (!cm || cm->cmsg_type != SCM_RIGHTS)
+		return -1;
+	memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
+	return fd;
 }

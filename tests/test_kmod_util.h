@@ -57,4 +57,10 @@ long long kt_param(const char *name);
 /* A global counter from /sys/class/misc/regcache/NAME, or -1. */
 long long kt_sysfs(const char *name);
 
+/* Pass an fd over a UNIX socket (SCM_RIGHTS): 0, or -1. */
+int kt_send_fd(int sock, int fd);
+
+/* Receive an fd sent by kt_send_fd(): the fd, or -1. */
+int kt_recv_fd(int sock);
+
 #endif /* TEST_KMOD_UTIL_H */

@@ -365,6 +365,25 @@ int rdmaxfer_atomic_set(struct rdmaxfer_req *req, uint64_t operand,
  */
 int rdmaxfer_req_post(struct rdmaxfer_req *req);
 
+/* Flags of rdmaxfer_req_post_flags(). */
+enum {
+	/*
+	 * More posts follow at once: queue the work requests but hold the
+	 * doorbell.  The next post without this flag (or the next test,
+	 * wait or progress call of the agent) rings it, posting everything
+	 * held for a QP as one chain with one doorbell; the requests of a
+	 * chain share completions (one signalled WR at its end).  Like
+	 * libfabric's FI_MORE.
+	 */
+	RDMAXFER_POST_MORE = 1u << 0,
+};
+
+/*
+ * rdmaxfer_req_post() with flags (RDMAXFER_POST_MORE or 0).  Errors as
+ * rdmaxfer_req_post(), and -EINVAL for an unknown flag.
+ */
+int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags);
+
 /*
  * Non-blocking state: 0 done, -EINPROGRESS in progress, -EALREADY never
  * posted, or the request's error (-EACCES remote access error, -ETIMEDOUT

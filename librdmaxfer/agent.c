@@ -165,6 +165,8 @@ static int rx_poll_cq_locked(struct rdmaxfer_agent *agent)
 	struct ibv_wc wc[POLL_BATCH];
 	int n, i, total = 0;
 
+	if (!rx_list_empty(&agent->deferred))
+		rx_flush_deferred(agent);
 	for (;;) {
 		n = ibv_poll_cq(agent->cq, POLL_BATCH, wc);
 		if (n < 0)
@@ -455,6 +457,7 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 	rx_list_init(&agent->peers);
 	rx_list_init(&agent->accept_q);
 	rx_list_init(&agent->reqs);
+	rx_list_init(&agent->deferred);
 	rx_list_init(&agent->mems);
 	agent->wake_fd = -1;
 
@@ -488,8 +491,9 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 	agent->rd_atom = agent->dev_attr.max_qp_rd_atom;
 	if ((uint32_t)agent->dev_attr.max_qp_init_rd_atom < agent->rd_atom)
 		agent->rd_atom = agent->dev_attr.max_qp_init_rd_atom;
-	if (agent->rd_atom > 16)
-		agent->rd_atom = 16;
+	/* rdma_cm carries the depths in 8 bits */
+	if (agent->rd_atom > UINT8_MAX)
+		agent->rd_atom = UINT8_MAX;
 
 	ret = -ENOMEM;
 	agent->pd = ibv_alloc_pd(agent->ctx);

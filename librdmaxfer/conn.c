@@ -98,8 +98,10 @@ static struct rdmaxfer_peer *peer_new(struct rdmaxfer_agent *agent,
 	peer->nqps = nqps;
 	peer->state = RDMAXFER_PEER_CONNECTING;
 	rx_list_init(&peer->accept_node);
-	for (i = 0; i < RX_MAX_QPS; i++)
+	for (i = 0; i < RX_MAX_QPS; i++) {
 		rx_list_init(&peer->qps[i].backlog);
+		rx_list_init(&peer->qps[i].defer_node);
+	}
 	rx_list_add_tail(&agent->peers, &peer->node);
 	return peer;
 }

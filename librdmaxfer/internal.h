@@ -110,6 +110,10 @@ struct rx_qp {
 	uint32_t sq_used;	/* WRs posted and not yet retired */
 	uint32_t max_inline;
 	struct rx_list backlog;	/* struct rx_part waiting for SQ room */
+	/* backlog holds parts posted with RDMAXFER_POST_MORE whose doorbell
+	 * is not rung yet: linked on agent->deferred */
+	bool deferred;
+	struct rx_list defer_node;
 };
 
 struct rdmaxfer_peer {
@@ -137,6 +141,9 @@ struct rx_slot {
 	struct rdmaxfer_req *req;
 	uint16_t qp;
 	uint32_t retire;	/* WRs this signalled completion retires */
+	/* parts posted before this WR in the same doorbell whose own last WR
+	 * went unsignalled: this completion completes them too */
+	struct rx_part *riders;
 };
 
 /* The part of a request that goes to one QP. */
@@ -150,6 +157,11 @@ struct rx_part {
 	uint32_t cursor;	/* next WR to post */
 	bool queued;
 	struct rx_list node;	/* qp->backlog */
+	/* while a doorbell chain is built: where this part's piece ends and
+	 * what its last WR pointed to before it was linked to the next */
+	uint32_t seg_end;
+	struct ibv_send_wr *seg_next;
+	struct rx_part *rider_next;	/* slot->riders */
 };
 
 enum rx_req_state {
@@ -243,6 +255,7 @@ struct rdmaxfer_agent {
 	struct rx_list peers;
 	struct rx_list reqs;
 	struct rx_list mems;
+	struct rx_list deferred;	/* struct rx_qp with doorbells to ring */
 	struct rx_list accept_q;
 	struct rx_notif_q notifs;
 	rdmaxfer_notif_fn notif_fn;
@@ -283,6 +296,7 @@ void rx_req_release(struct rdmaxfer_req *req);
 void rx_send_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc);
 void rx_flush_backlog(struct rx_qp *qp);
 void rx_fail_backlog(struct rx_qp *qp, int err);
+void rx_flush_deferred(struct rdmaxfer_agent *agent);
 
 /* mem.c */
 void rx_mem_release(struct rdmaxfer_mem *mem);

@@ -8,10 +8,13 @@
  * one linked list.  Posting re-takes the local registrations from the
  * cache (a hit unless the memory changed, which is what makes munmap +
  * mmap between posts safe), then posts each QP's list with one
- * ibv_post_send.  Only the last WR of a batch is signalled, plus one every
- * signal_interval WRs so a long list retires SQ slots as it goes; when the
- * send queue is full the rest waits in the QP's backlog and the progress
- * engine posts it as slots retire, so posting never fails for lack of room.
+ * ibv_post_send.  Only the last WR of a doorbell is signalled, plus one
+ * every signal_interval WRs so a long list retires SQ slots as it goes;
+ * when the send queue is full the rest waits in the QP's backlog and the
+ * progress engine posts it as slots retire, so posting never fails for
+ * lack of room.  RDMAXFER_POST_MORE holds the doorbell back, so several
+ * requests go out as one chain: the earlier ones carry no signalled WR
+ * and complete with the chain's last ("riders" of its slot).
  *
  * Ordering: WRs of one QP execute in order; a request striped over QPs has
  * no order between its pieces; its notification is sent only after all
@@ -71,9 +74,16 @@ static void part_dequeue(struct rx_part *part)
 	part->req->unposted--;
 }
 
+static void qp_undefer(struct rx_qp *q)
+{
+	q->deferred = false;
+	rx_list_del(&q->defer_node);
+}
+
 /* Lock held: fail every part waiting for room on this QP. */
 void rx_fail_backlog(struct rx_qp *q, int err)
 {
+	qp_undefer(q);
 	while (!rx_list_empty(&q->backlog)) {
 		struct rx_part *part = rx_container_of(q->backlog.next,
 						       struct rx_part, node);
@@ -85,78 +95,171 @@ void rx_fail_backlog(struct rx_qp *q, int err)
 	}
 }
 
-/* Lock held: post what fits of the QP's backlog, oldest first. */
+/* Lock held: ring the doorbells that RDMAXFER_POST_MORE held back. */
+void rx_flush_deferred(struct rdmaxfer_agent *agent)
+{
+	while (!rx_list_empty(&agent->deferred))
+		rx_flush_backlog(rx_container_of(agent->deferred.next,
+						 struct rx_qp, defer_node));
+}
+
+static inline struct rx_part *backlog_part(struct rx_list *n)
+{
+	return rx_container_of(n, struct rx_part, node);
+}
+
+/*
+ * Lock held: the doorbell could not take the whole chain.  What was posted
+ * (up to bad) is accounted for, so its flush completions retire it; every
+ * part of the chain leaves the backlog failed, and the peer fails.
+ */
+static void chain_failed(struct rx_qp *q, struct rx_part *last,
+			 struct ibv_send_wr *bad, int err)
+{
+	struct rx_list *n, *next;
+	bool posting = bad != NULL;
+
+	for (n = q->backlog.next; n != &q->backlog; n = next) {
+		struct rx_part *part = backlog_part(n);
+		uint32_t i;
+
+		next = n->next;
+		part->wrs[part->seg_end - 1].next = part->seg_next;
+		for (i = part->cursor; i < part->seg_end; i++) {
+			struct rx_part *r;
+
+			if (&part->wrs[i] == bad)
+				posting = false;
+			if (!posting)
+				break;
+			q->sq_used++;
+			if (!(part->wrs[i].send_flags & IBV_SEND_SIGNALED))
+				continue;
+			part->req->signals++;
+			for (r = part->slots[i].riders; r; r = r->rider_next)
+				r->req->signals++;
+		}
+		if (!posting)
+			for (i = part->cursor; i < part->seg_end; i++)
+				part->slots[i].riders = NULL;
+		part_dequeue(part);
+		req_set_error(part->req, err, -1);
+		req_check_done(part->req);
+		if (part == last)
+			break;
+	}
+	rx_peer_fail(q->peer, err);
+}
+
+/*
+ * Lock held: post what fits of the QP's backlog, oldest first, as one
+ * chain of work requests and one doorbell.  A WR is signalled every
+ * signal_interval WRs and at the end of the chain, so each doorbell ends
+ * with a signalled WR; a part whose own last WR went unsignalled rides on
+ * the next signalled one (WRs of one QP complete in order).
+ */
 void rx_flush_backlog(struct rx_qp *q)
 {
 	struct rdmaxfer_agent *agent = q->peer->agent;
 	uint32_t interval = agent->attr.signal_interval;
+	struct rx_part *riders = NULL, **rtail = &riders, *prev = NULL;
+	struct rx_part *part = NULL;
+	struct ibv_send_wr *head = NULL, *bad = NULL;
+	uint32_t room, since = 0;
+	struct rx_list *n, *next;
+	int ret;
 
-	while (!rx_list_empty(&q->backlog)) {
-		struct rx_part *part = rx_container_of(q->backlog.next,
-						       struct rx_part, node);
-		struct rdmaxfer_req *req = part->req;
-		uint32_t room = agent->attr.sq_depth - q->sq_used;
-		uint32_t k, i, since = 0, end;
-		struct ibv_send_wr *bad = NULL, *last, *saved;
-		int ret;
+	qp_undefer(q);
+	if (rx_list_empty(&q->backlog))
+		return;
+	if (!q->qp || q->peer->state != RDMAXFER_PEER_CONNECTED) {
+		rx_fail_backlog(q, q->peer->error ? q->peer->error :
+						    -ENOTCONN);
+		return;
+	}
+	if (q->sq_used >= agent->attr.sq_depth)
+		return;
+	room = agent->attr.sq_depth - q->sq_used;
 
-		if (!q->qp || q->peer->state != RDMAXFER_PEER_CONNECTED) {
-			rx_fail_backlog(q, q->peer->error ? q->peer->error :
-							    -ENOTCONN);
-			return;
-		}
-		if (!room)
-			return;
+	/* build the chain: link each part's piece to the next one's */
+	for (n = q->backlog.next; n != &q->backlog && room; n = n->next) {
+		uint32_t k, i;
+		bool last_piece;
+
+		part = backlog_part(n);
 		k = part->n - part->cursor;
 		if (k > room)
 			k = room;
-		end = part->cursor + k;
-		for (i = part->cursor; i < end; i++) {
+		room -= k;
+		part->seg_end = part->cursor + k;
+		last_piece = !room || n->next == &q->backlog;
+		for (i = part->cursor; i < part->seg_end; i++) {
 			struct ibv_send_wr *wr = &part->wrs[i];
 			struct rx_slot *slot = &part->slots[i];
 			int flags = part->base_flags[i];
 
-			if (++since >= interval || i == end - 1) {
+			slot->qp = q->index;
+			slot->riders = NULL;
+			if (++since >= interval ||
+			    (last_piece && i == part->seg_end - 1)) {
 				flags |= IBV_SEND_SIGNALED;
 				slot->retire = since;
 				since = 0;
+				slot->riders = riders;
+				riders = NULL;
+				rtail = &riders;
 				wr->wr_id = rx_wr_id(slot, RX_TAG_SIGNALED, q->gen);
 			} else {
 				wr->wr_id = rx_wr_id(slot, RX_TAG_UNSIGNALED,
 						     q->gen);
 			}
-			slot->qp = q->index;
 			wr->send_flags = (unsigned int)flags;
 		}
-		last = &part->wrs[end - 1];
-		saved = last->next;
-		last->next = NULL;
-		ret = ibv_post_send(q->qp, &part->wrs[part->cursor], &bad);
-		last->next = saved;
-		if (ret) {
-			uint32_t posted = bad ? (uint32_t)(bad -
-					&part->wrs[part->cursor]) : 0;
-
-			for (i = part->cursor; i < end; i++)
-				if (i < part->cursor + posted &&
-				    (part->wrs[i].send_flags & IBV_SEND_SIGNALED))
-					req->signals++;
-			q->sq_used += posted;
-			part_dequeue(part);
-			req_set_error(req, ret > 0 ? -ret : ret, -1);
-			/* fails the other parts and flushes what was posted */
-			rx_peer_fail(q->peer, ret > 0 ? -ret : ret);
-			req_check_done(req);
-			return;
+		if (!(part->wrs[part->seg_end - 1].send_flags &
+		      IBV_SEND_SIGNALED)) {
+			part->rider_next = NULL;
+			*rtail = part;
+			rtail = &part->rider_next;
 		}
-		for (i = part->cursor; i < end; i++)
-			if (part->wrs[i].send_flags & IBV_SEND_SIGNALED)
-				req->signals++;
-		q->sq_used += k;
-		part->cursor = end;
-		if (part->cursor < part->n)
-			return;		/* SQ full: resume on completions */
-		part_dequeue(part);
+		part->seg_next = part->wrs[part->seg_end - 1].next;
+		if (prev)
+			prev->wrs[prev->seg_end - 1].next =
+				&part->wrs[part->cursor];
+		else
+			head = &part->wrs[part->cursor];
+		prev = part;
+	}
+	part->wrs[part->seg_end - 1].next = NULL;
+
+	ret = ibv_post_send(q->qp, head, &bad);
+	if (ret) {
+		chain_failed(q, part, bad, ret > 0 ? -ret : ret);
+		return;
+	}
+
+	/* unlink the chain and account for it */
+	for (n = q->backlog.next; n != &q->backlog; n = next) {
+		struct rx_part *p = backlog_part(n);
+		struct rdmaxfer_req *req = p->req;
+		uint32_t i;
+
+		next = n->next;
+		p->wrs[p->seg_end - 1].next = p->seg_next;
+		for (i = p->cursor; i < p->seg_end; i++) {
+			struct rx_part *r;
+
+			if (!(p->wrs[i].send_flags & IBV_SEND_SIGNALED))
+				continue;
+			req->signals++;
+			for (r = p->slots[i].riders; r; r = r->rider_next)
+				r->req->signals++;
+		}
+		q->sq_used += p->seg_end - p->cursor;
+		p->cursor = p->seg_end;
+		if (p->cursor == p->n)
+			part_dequeue(p);
+		if (p == part)
+			break;
 	}
 }
 
@@ -185,6 +288,19 @@ void rx_send_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
 			rx_peer_fail(peer, err);
 	}
 	if ((id & RX_TAG_MASK) == RX_TAG_SIGNALED) {
+		struct rx_part *r = slot->riders;
+
+		/* the riders' WRs came before this one: they are done (an
+		 * error among them came with its own completion) */
+		slot->riders = NULL;
+		while (r) {
+			struct rx_part *next = r->rider_next;
+			struct rdmaxfer_req *rq = r->req;
+
+			rq->signals--;
+			req_check_done(rq);
+			r = next;
+		}
 		q->sq_used -= slot->retire <= q->sq_used ? slot->retire :
 							   q->sq_used;
 		req->signals--;
@@ -537,14 +653,14 @@ static int req_take_regs(struct rdmaxfer_req *req)
 }
 
 RX_EXPORT
-int rdmaxfer_req_post(struct rdmaxfer_req *req)
+int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 {
 	struct rdmaxfer_peer *peer;
 	struct rdmaxfer_agent *agent;
 	unsigned int i;
 	int ret;
 
-	if (!req)
+	if (!req || (flags & ~RDMAXFER_POST_MORE))
 		return -EINVAL;
 	if (req->state == RX_REQ_ACTIVE)
 		return -EBUSY;
@@ -555,7 +671,6 @@ int rdmaxfer_req_post(struct rdmaxfer_req *req)
 	ret = req_take_regs(req);
 	if (ret)
 		return ret;
-	/* the atomic's result buffer is the only local iov of an atomic */
 	pthread_mutex_lock(&agent->lock);
 	if (peer->state != RDMAXFER_PEER_CONNECTED) {
 		pthread_mutex_unlock(&agent->lock);
@@ -570,10 +685,31 @@ int rdmaxfer_req_post(struct rdmaxfer_req *req)
 	peer->nreqs_active++;
 	for (i = 0; i < req->nparts; i++)
 		enqueue_part(&req->parts[i]);
-	for (i = 0; i < req->nparts; i++)
-		rx_flush_backlog(&peer->qps[req->parts[i].qp]);
+	if (flags & RDMAXFER_POST_MORE) {
+		/* the doorbell waits for the next post without MORE, or for
+		 * the next progress call */
+		for (i = 0; i < req->nparts; i++) {
+			struct rx_qp *q = &peer->qps[req->parts[i].qp];
+
+			if (!q->deferred) {
+				q->deferred = true;
+				rx_list_add_tail(&agent->deferred,
+						 &q->defer_node);
+			}
+		}
+	} else {
+		rx_flush_deferred(agent);
+		for (i = 0; i < req->nparts; i++)
+			rx_flush_backlog(&peer->qps[req->parts[i].qp]);
+	}
 	pthread_mutex_unlock(&agent->lock);
 	return 0;
+}
+
+RX_EXPORT
+int rdmaxfer_req_post(struct rdmaxfer_req *req)
+{
+	return rdmaxfer_req_post_flags(req, 0);
 }
 
 static int req_result(const struct rdmaxfer_req *req)
@@ -600,6 +736,8 @@ int rdmaxfer_req_test(struct rdmaxfer_req *req)
 		return -EINVAL;
 	agent = req->peer->agent;
 	pthread_mutex_lock(&agent->lock);
+	if (!rx_list_empty(&agent->deferred))
+		rx_flush_deferred(agent);
 	if (req->state == RX_REQ_ACTIVE && !agent->thread_running)
 		rx_progress_data_locked(agent);
 	ret = req_result(req);
@@ -620,6 +758,8 @@ int rdmaxfer_req_wait(struct rdmaxfer_req *req, int timeout_ms)
 		return -EINVAL;
 	agent = req->peer->agent;
 	pthread_mutex_lock(&agent->lock);
+	if (!rx_list_empty(&agent->deferred))
+		rx_flush_deferred(agent);
 	for (;;) {
 		if (req->state == RX_REQ_ACTIVE && !agent->thread_running)
 			rx_progress_locked(agent);

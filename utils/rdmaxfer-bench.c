@@ -120,6 +120,7 @@ struct opts {
 	unsigned int window;
 	unsigned int qps;
 	unsigned int post_list;
+	unsigned int batch;
 	int cpu;
 	bool json;
 	bool csv;
@@ -141,6 +142,7 @@ static struct opts o = {
 	.window = 128,
 	.qps = 1,
 	.post_list = 1,
+	.batch = 16,
 	.cpu = -1,
 	.timeout_ms = 5000,
 	.total = 512ULL << 20,
@@ -387,8 +389,8 @@ static void json_open(const struct rdmaxfer_agent_info *info)
 		       info->device, info->port, info->gid_index,
 		       info->cache_monitor ? info->cache_monitor : "",
 		       info->max_inline);
-	printf("  \"window\": %u,\n  \"qps\": %u,\n  \"post_list\": %u,\n  \"results\": [\n",
-	       o.window, o.qps, o.post_list);
+	printf("  \"window\": %u,\n  \"qps\": %u,\n  \"post_list\": %u,\n  \"batch\": %u,\n  \"results\": [\n",
+	       o.window, o.qps, o.post_list, o.batch);
 }
 
 static void json_close(int validate_status)
@@ -741,19 +743,35 @@ static long iters_for(void)
 	return is_lat(o.test) ? 1000 : 5000;
 }
 
+/* Post reqs[idx[0..n-1]] with one doorbell (RDMAXFER_POST_MORE). */
+static int post_batch(struct rdmaxfer_req **reqs, const unsigned int *idx,
+		      unsigned int n)
+{
+	unsigned int k;
+	int ret = 0;
+
+	for (k = 0; k < n && !ret; k++)
+		ret = rdmaxfer_req_post_flags(reqs[idx[k]], k + 1 < n ?
+					      RDMAXFER_POST_MORE : 0);
+	return ret;
+}
+
 /*
  * Bandwidth at one size: o.window requests of o.post_list messages each,
- * each reposted as soon as it completes, oldest first (they complete in
- * order on one QP).  One timestamp per window's worth of completions gives
- * the peak; the average covers first post to last completion.
+ * reposted as they complete, oldest first (they complete in order on one
+ * QP).  Completed requests are reposted o.batch at a time with one
+ * doorbell, or as soon as the oldest outstanding one is still in progress.
+ * One timestamp per window's worth of completions gives the peak; the
+ * average covers first post to last completion.
  */
 static int bw_one(struct client *c, uint64_t size, long iters)
 {
 	enum rdmaxfer_op op = o.test == T_WRITE_BW ? RDMAXFER_OP_WRITE :
 						     RDMAXFER_OP_READ;
-	unsigned int w = o.window, l = o.post_list, i;
+	unsigned int w = o.window, l = o.post_list, i, nready = 0, nbatch;
 	long posts = (iters + l - 1) / l, posted = 0, completed = 0, batch = 0;
 	struct rdmaxfer_req **reqs;
+	unsigned int *ready;
 	struct rdmaxfer_iov *iov;
 	struct rdmaxfer_desc *rd;
 	struct progress pg;
@@ -764,10 +782,13 @@ static int bw_one(struct client *c, uint64_t size, long iters)
 
 	if ((long)w > posts)
 		w = (unsigned int)posts;
+	/* a request waiting for its repost must not be tested again */
+	nbatch = o.batch < w ? o.batch : w;
 	reqs = calloc(w, sizeof(*reqs));
+	ready = calloc(w, sizeof(*ready));
 	iov = calloc(l, sizeof(*iov));
 	rd = calloc(l, sizeof(*rd));
-	if (!reqs || !iov || !rd) {
+	if (!reqs || !ready || !iov || !rd) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -802,23 +823,38 @@ static int bw_one(struct client *c, uint64_t size, long iters)
 	t0 = now_ns();
 	tb = t0;
 	for (i = 0; i < w && posted < posts; i++, posted++) {
-		ret = rdmaxfer_req_post(reqs[i]);
-		if (ret)
-			goto fail;
+		ready[nready++] = i;
+		if (nready == nbatch || i + 1 == w) {
+			ret = post_batch(reqs, ready, nready);
+			nready = 0;
+			if (ret)
+				goto fail;
+		}
 	}
 	i = 0;
 	while (completed < posts) {
 		ret = rdmaxfer_req_test(reqs[i]);
-		if (ret == -EINPROGRESS)
+		if (ret == -EINPROGRESS) {
+			if (nready) {
+				ret = post_batch(reqs, ready, nready);
+				nready = 0;
+				if (ret)
+					goto fail;
+			}
 			continue;
+		}
 		if (ret)
 			goto fail;
 		completed++;
 		if (posted < posts) {
-			ret = rdmaxfer_req_post(reqs[i]);
-			if (ret)
-				goto fail;
+			ready[nready++] = i;
 			posted++;
+			if (nready == nbatch || posted == posts) {
+				ret = post_batch(reqs, ready, nready);
+				nready = 0;
+				if (ret)
+					goto fail;
+			}
 		}
 		i = i + 1 == w ? 0 : i + 1;
 		if (++batch == (long)w) {
@@ -856,6 +892,7 @@ out:
 			if (reqs[i])
 				rdmaxfer_req_free(reqs[i]);
 	free(reqs);
+	free(ready);
 	free(iov);
 	free(rd);
 	return ret;
@@ -1500,10 +1537,11 @@ static int run_client(void)
 
 	json_open(&c.info);
 	if (!o.json && !o.csv)
-		printf("# %s: %s port %u gid %d -> %s:%u, %u QP(s), window %u, post list %u, inline <= %u B, cache %s\n",
+		printf("# %s: %s port %u gid %d -> %s:%u, %u QP(s), window %u, post list %u, batch %u, inline <= %u B, cache %s\n",
 		       test_names[o.test], c.info.device, c.info.port,
 		       c.info.gid_index, o.server, o.port, o.qps, o.window,
-		       o.post_list, c.info.max_inline, c.info.cache_monitor);
+		       o.post_list, o.batch, c.info.max_inline,
+		       c.info.cache_monitor);
 	switch (o.test) {
 	case T_WRITE_BW:
 	case T_READ_BW:
@@ -1602,6 +1640,8 @@ static void usage(FILE *f)
 "  -n, --iters N          iterations (default 5000 bw, 1000 lat, 100 reg, 10 nixl)\n"
 "  -w, --window N         outstanding requests for bw tests (default 128)\n"
 "  -l, --post-list N      messages per request: one doorbell each (default 1)\n"
+"      --batch N          bw tests: reposts per doorbell (default 16; 1: one\n"
+"                         doorbell per request)\n"
 "  -q, --qps N            RC QPs per peer (default 1)\n"
 "  -d, --device NAME      RDMA device (default: first ACTIVE port)\n"
 "  -i, --ib-port N        device port (default: first ACTIVE)\n"
@@ -1622,7 +1662,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_TOTAL = 256, OPT_CHUNKS, OPT_CACHE, OPT_JSON, OPT_CSV,
-	OPT_VALIDATE, OPT_TIMEOUT, OPT_SIGNAL, OPT_WARMUP };
+	OPT_VALIDATE, OPT_TIMEOUT, OPT_SIGNAL, OPT_WARMUP, OPT_BATCH };
 
 static const struct option longopts[] = {
 	{ "size", required_argument, NULL, 's' },
@@ -1647,6 +1687,7 @@ static const struct option longopts[] = {
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "signal", required_argument, NULL, OPT_SIGNAL },
 	{ "warmup", no_argument, NULL, OPT_WARMUP },
+	{ "batch", required_argument, NULL, OPT_BATCH },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -1765,6 +1806,11 @@ int main(int argc, char **argv)
 			break;
 		case OPT_WARMUP:
 			o.warmup = true;
+			break;
+		case OPT_BATCH:
+			if (parse_long(optarg, 1, MAX_WINDOW, &v))
+				return bad_opt("batch", optarg);
+			o.batch = (unsigned int)v;
 			break;
 		case OPT_TIMEOUT:
 			if (parse_long(optarg, 1, 3600000, &v))

@@ -119,6 +119,15 @@ uint32_t regcache_entry_access(const struct regcache_entry *entry);
 /* false when the entry was registered uncached (over the limits, or the
  * "none" monitor); it is deregistered at its put. */
 bool regcache_entry_cached(const struct regcache_entry *entry);
+/*
+ * Is a referenced entry still what a regcache_get() of its range would
+ * return: cached, not invalidated since (the monitor's events applied
+ * first)?  No reference is taken or dropped, no lock: a caller holding an
+ * entry across reposts checks it with this instead of a put + get.  False
+ * for uncached entries, a foreign or NULL entry, and after fork().
+ */
+bool regcache_entry_valid(struct regcache *cache,
+			  const struct regcache_entry *entry);
 
 #ifdef __cplusplus
 }

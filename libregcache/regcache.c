@@ -1215,6 +1215,21 @@ bool regcache_entry_cached(const struct regcache_entry *entry)
 	return entry->cached;
 }
 
+bool regcache_entry_valid(struct regcache *cache,
+			  const struct regcache_entry *entry)
+{
+	if (!cache || !entry || entry->cache != cache || !entry->cached ||
+	    rc_forked(cache))
+		return false;
+	if (cache->mon->sync)
+		cache->mon->sync(cache);
+	/* the same test a hit on this entry would pass */
+	return *(const volatile bool *)&entry->in_tree &&
+	       !*(const volatile bool *)&entry->dead &&
+	       !atomic_load_explicit(&entry->stale, memory_order_relaxed) &&
+	       cache->mon->valid(cache, entry);
+}
+
 /* -------------------------------------------------------- create/destroy */
 
 static const struct rc_monitor_ops *rc_monitors[] = {

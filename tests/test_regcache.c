@@ -652,6 +652,48 @@ static void test_invalidate_in_use(void)
 	munmap(buf, 4 * psz);
 }
 
+/* regcache_entry_valid(): true for a held, unchanged entry; false once
+ * part of its range is unmapped, for an uncached entry and bad input. */
+static void test_entry_valid(void)
+{
+	struct regcache_entry *a, *b, *u;
+	char *buf = map_pages(8);
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_FATAL(make_cache(0, 0, 0) == 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, 4 * psz, 1, &a), 0);
+	CU_ASSERT(regcache_entry_valid(cache, a));
+	CU_ASSERT(regcache_entry_valid(cache, a));	/* no state changed */
+	CU_ASSERT_EQUAL(stats().hits, 0);
+	CU_ASSERT(!regcache_entry_valid(NULL, a));
+	CU_ASSERT(!regcache_entry_valid(cache, NULL));
+	/* another range unmapped: a stays valid */
+	CU_ASSERT_EQUAL_FATAL(munmap(buf + 6 * psz, psz), 0);
+	CU_ASSERT(regcache_entry_valid(cache, a));
+	/* one page under it unmapped: no longer valid, still held */
+	CU_ASSERT_EQUAL_FATAL(munmap(buf + 2 * psz, psz), 0);
+	CU_ASSERT(!regcache_entry_valid(cache, a));
+	CU_ASSERT(tb_live(a));
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, 2 * psz, 1, &b), 0);
+	CU_ASSERT_PTR_NOT_EQUAL(a, b);
+	CU_ASSERT(regcache_entry_valid(cache, b));
+	CU_ASSERT(!regcache_entry_valid(cache, a));
+	CU_ASSERT_EQUAL(regcache_put(cache, a), 0);
+	CU_ASSERT_EQUAL(regcache_put(cache, b), 0);
+	drop_cache();
+	CU_ASSERT_EQUAL(be.live, 0);
+
+	/* over max_bytes: registered uncached, never "valid" */
+	CU_ASSERT_FATAL(make_cache(0, psz, 0) == 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, 2 * psz, 1, &u), 0);
+	CU_ASSERT(!regcache_entry_cached(u));
+	CU_ASSERT(!regcache_entry_valid(cache, u));
+	CU_ASSERT_EQUAL(regcache_put(cache, u), 0);
+	drop_cache();
+	CU_ASSERT_EQUAL(be.live, 0);
+	munmap(buf, 8 * psz);
+}
+
 static void test_limits(void)
 {
 	struct regcache_entry *a, *b;
@@ -1240,6 +1282,7 @@ static const struct rc_test_case core_cases[] = {
 	{ "eviction_in_use", test_eviction_in_use },
 	{ "refcount", test_refcount },
 	{ "invalidate_in_use", test_invalidate_in_use },
+	{ "entry_valid", test_entry_valid },
 	{ "limits", test_limits },
 	{ "alignment", test_alignment },
 	{ "access_superset", test_access },

@@ -610,10 +610,12 @@ int rdmaxfer_atomic_set(struct rdmaxfer_req *req, uint64_t operand,
 }
 
 /*
- * Take the local registrations for this post.  A new reference is taken
- * before the old one is dropped, so an unchanged buffer stays a hit; a
- * buffer whose memory was unmapped and mapped again gets a fresh
- * registration with a fresh lkey.
+ * Take the local registrations for this post.  Entries held from the last
+ * post that are still valid (regcache_entry_valid(): no lock, no atomic)
+ * are kept as they are.  Otherwise a new reference is taken before the old
+ * one is dropped, so an unchanged buffer stays a hit; a buffer whose
+ * memory was unmapped and mapped again gets a fresh registration with a
+ * fresh lkey.
  */
 static int req_take_regs(struct rdmaxfer_req *req)
 {
@@ -622,6 +624,12 @@ static int req_take_regs(struct rdmaxfer_req *req)
 	size_t i;
 	int ret;
 
+	/* the common repost: every held entry still valid, lkeys unchanged */
+	for (i = 0; i < req->nlocal; i++)
+		if (!req->ents[i] || !regcache_entry_valid(cache, req->ents[i]))
+			break;
+	if (i == req->nlocal)
+		return 0;
 	for (i = 0; i < req->nlocal; i++) {
 		struct regcache_entry *e;
 

@@ -907,6 +907,549 @@ static void test_caller_mode_both(void)
 	free(n);
 }
 
+/*
+ * RDMAXFER_POST_MORE: requests posted with the flag queue their work
+ * requests and hold the doorbell; the next post without it (or the next
+ * test, wait or progress call of the agent) posts everything held for a
+ * QP as one chain.  A chain's earlier requests carry no signalled work
+ * request of their own and complete with a later one, so every case
+ * checks each request's own result and every byte of its data.
+ *
+ * A chain is a list of requests, each of 1 .. CHAIN_MAXP pairs laid out
+ * at unaligned offsets with gaps on both sides: the local ranges from
+ * cli_buf + 1, the remote ones from srv_buf + 5.
+ */
+#define CHAIN_MAXP	3
+
+struct chain_req {
+	struct rdmaxfer_req *req;
+	unsigned int np;
+	struct rdmaxfer_iov iov[CHAIN_MAXP];
+	struct rdmaxfer_desc d[CHAIN_MAXP];
+	int ret;
+};
+
+struct chain {
+	unsigned int n;
+	struct chain_req *r;
+	size_t lspan, rspan;	/* bytes of cli_buf / srv_buf in use */
+};
+
+static const size_t chain_sizes[] = { 1, 2, 7, 64, 100, 255, 511, 1000,
+				      4095, 4096, 4097, 8191, 12345, 33333,
+				      65535, 65536 };
+#define NCHAIN_SIZES (sizeof(chain_sizes) / sizeof(chain_sizes[0]))
+
+/*
+ * Lay out n requests of up to maxp pairs of mixed sizes (1 B .. 64 KiB);
+ * with big_every, every big_every-th request is one pair of a little
+ * more than 1 MiB instead (striped on a peer of several QPs).
+ */
+static void chain_layout(struct chain *c, unsigned int n, unsigned int maxp,
+			 unsigned int big_every)
+{
+	size_t loff = 1, roff = 5;
+	unsigned int i, j;
+
+	c->n = n;
+	c->r = calloc(n, sizeof(*c->r));
+	CU_ASSERT_FATAL(c->r != NULL);
+	for (i = 0; i < n; i++) {
+		struct chain_req *r = &c->r[i];
+		bool big = big_every && i % big_every == 0;
+
+		r->np = big ? 1 : 1 + i % maxp;
+		for (j = 0; j < r->np; j++) {
+			size_t k = (i * 5 + j * 3) % NCHAIN_SIZES;
+			size_t len = big ? MiB + 3 * i + 1 : chain_sizes[k];
+
+			r->iov[j].addr = cli_buf + loff;
+			r->iov[j].len = len;
+			CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_desc(srv_mem, roff,
+								len, &r->d[j]),
+					      0);
+			loff += len + 13 + i % 7;
+			roff += len + 11 + j;
+		}
+	}
+	c->lspan = loff;
+	c->rspan = roff;
+	CU_ASSERT_FATAL(c->lspan < CLI_LEN && c->rspan < SRV_LEN);
+}
+
+static void chain_prepare(struct chain *c, struct rdmaxfer_peer *peer,
+			  enum rdmaxfer_op op)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->n; i++)
+		CU_ASSERT_EQUAL_FATAL(rdmaxfer_xfer_prepare(peer, op,
+				c->r[i].iov, c->r[i].np, c->r[i].d, c->r[i].np,
+				NULL, &c->r[i].req), 0);
+}
+
+static void chain_free(struct chain *c)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->n; i++)
+		if (c->r[i].req)
+			CU_ASSERT_EQUAL(rdmaxfer_req_free(c->r[i].req), 0);
+	free(c->r);
+	c->r = NULL;
+}
+
+/* A seed whose pattern starts with a non-zero byte: even a 1-byte pair
+ * shows on a zeroed destination. */
+static uint32_t chain_seed(unsigned int round, unsigned int i, unsigned int j)
+{
+	uint32_t seed = round * 7919 + i * 31 + j * 7 + 1;
+
+	while (!pat(0, seed))
+		seed++;
+	return seed;
+}
+
+/* Zero the destination side of op and fill every source range with its
+ * own pattern for this round. */
+static void chain_fill(struct chain *c, enum rdmaxfer_op op,
+		       unsigned int round)
+{
+	unsigned int i, j;
+
+	memset(op == RDMAXFER_OP_WRITE ? srv_buf : cli_buf, 0,
+	       op == RDMAXFER_OP_WRITE ? c->rspan + 64 : c->lspan + 64);
+	for (i = 0; i < c->n; i++) {
+		for (j = 0; j < c->r[i].np; j++) {
+			uint8_t *src = op == RDMAXFER_OP_WRITE ?
+				c->r[i].iov[j].addr :
+				(uint8_t *)(uintptr_t)c->r[i].d[j].addr;
+
+			fill(src, c->r[i].iov[j].len, chain_seed(round, i, j));
+		}
+	}
+}
+
+/*
+ * Post requests [0, c->n) in order, or reversed: each with
+ * RDMAXFER_POST_MORE but every group-th and the last (group 0: only the
+ * last rings the doorbell).
+ */
+static void chain_post(struct chain *c, unsigned int group, bool reverse)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->n; i++) {
+		unsigned int k = reverse ? c->n - 1 - i : i;
+		bool ring = i + 1 == c->n || (group && (i + 1) % group == 0);
+		int ret;
+
+		ret = rdmaxfer_req_post_flags(c->r[k].req,
+					      ring ? 0 : RDMAXFER_POST_MORE);
+		if (ret)
+			rc_diag("post %u: %s", k, rdmaxfer_strerror(ret));
+		CU_ASSERT_EQUAL_FATAL(ret, 0);
+	}
+}
+
+/* Wait for every request of the chain; each result goes to r[i].ret. */
+static void chain_wait(struct chain *c, int timeout_ms)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->n; i++)
+		c->r[i].ret = rdmaxfer_req_wait(c->r[i].req, timeout_ms);
+}
+
+/* Every request of [first, last) completed without error. */
+static void chain_check_ok(struct chain *c, unsigned int first,
+			   unsigned int last)
+{
+	unsigned int i, bad = 0;
+
+	for (i = first; i < last; i++) {
+		if (!c->r[i].ret)
+			continue;
+		if (!bad++)
+			rc_diag("request %u of %u: %d %s (%s)", i, c->n,
+				c->r[i].ret, rdmaxfer_strerror(c->r[i].ret),
+				rdmaxfer_req_strerror(c->r[i].req));
+	}
+	if (bad)
+		rc_diag("%u requests failed", bad);
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* The data of requests [first, last) is in place, byte for byte, and the
+ * byte on each side of every destination range is untouched. */
+static void chain_check_data(struct chain *c, enum rdmaxfer_op op,
+			     unsigned int first, unsigned int last)
+{
+	unsigned int i, j, bad = 0;
+
+	for (i = first; i < last; i++) {
+		for (j = 0; j < c->r[i].np; j++) {
+			uint8_t *l = c->r[i].iov[j].addr;
+			uint8_t *r = (uint8_t *)(uintptr_t)c->r[i].d[j].addr;
+			uint8_t *dst = op == RDMAXFER_OP_WRITE ? r : l;
+			size_t len = c->r[i].iov[j].len;
+
+			if (!memcmp(l, r, len) && !dst[-1] && !dst[len])
+				continue;
+			if (!bad++)
+				rc_diag("request %u pair %u (%zu B): %s", i, j,
+					len, memcmp(l, r, len) ?
+					"data differs" : "a neighbour changed");
+		}
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* Rounds of one chain: all held but the last, reversed, in groups of 5,
+ * all held again. */
+static void chain_rounds(struct chain *c, enum rdmaxfer_op op)
+{
+	static const struct {
+		unsigned int group;
+		bool reverse;
+	} rounds[] = { { 0, false }, { 0, true }, { 5, false }, { 0, false } };
+	unsigned int k;
+
+	for (k = 0; k < sizeof(rounds) / sizeof(rounds[0]); k++) {
+		chain_fill(c, op, k + (op == RDMAXFER_OP_READ ? 10 : 0));
+		chain_post(c, rounds[k].group, rounds[k].reverse);
+		chain_wait(c, WAIT_MS);
+		chain_check_ok(c, 0, c->n);
+		chain_check_data(c, op, 0, c->n);
+	}
+}
+
+/* 32 requests of mixed sizes on cli_peer (2 QPs: requests alternate
+ * between them, the larger ones are striped), WRITE then READ. */
+static void test_post_more_chain(void)
+{
+	static const enum rdmaxfer_op ops[] = { RDMAXFER_OP_WRITE,
+						RDMAXFER_OP_READ };
+	struct chain c;
+	unsigned int k;
+
+	for (k = 0; k < 2; k++) {
+		chain_layout(&c, 32, CHAIN_MAXP, 0);
+		chain_prepare(&c, cli_peer, ops[k]);
+		chain_rounds(&c, ops[k]);
+		chain_free(&c);
+	}
+}
+
+/* A chain four times longer than a 16-entry send queue on one QP: it goes
+ * out in several doorbells as completions free slots, with a signalled
+ * WR every 4 in the middle of requests, so requests ride on slots of
+ * later doorbells. */
+static void test_post_more_chain_small_sq(void)
+{
+	struct rdmaxfer_agent_attr attr;
+	struct rdmaxfer_agent_info info;
+	struct rdmaxfer_agent *a;
+	struct rdmaxfer_peer *p;
+	struct chain c;
+
+	rdmaxfer_agent_attr_init(&attr);
+	attr.progress = RDMAXFER_PROGRESS_CALLER;
+	attr.qps_per_peer = 1;
+	attr.sq_depth = 16;
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_agent_create(&attr, &a), 0);
+	CU_ASSERT_EQUAL_FATAL(connect_to(a, &p), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_agent_query(a, &info), 0);
+	CU_ASSERT_EQUAL(info.sq_depth, 16);
+	CU_ASSERT_EQUAL(info.signal_interval, 4);
+	chain_layout(&c, 40, CHAIN_MAXP, 0);	/* 80 work requests */
+	chain_prepare(&c, p, RDMAXFER_OP_WRITE);
+	chain_rounds(&c, RDMAXFER_OP_WRITE);
+	chain_free(&c);
+	chain_layout(&c, 40, CHAIN_MAXP, 0);
+	chain_prepare(&c, p, RDMAXFER_OP_READ);
+	chain_rounds(&c, RDMAXFER_OP_READ);
+	chain_free(&c);
+	rdmaxfer_agent_destroy(a);
+}
+
+static bool all_zero(const uint8_t *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+/* Poll (without calling into the client agent) until len bytes at r
+ * equal l, for up to 5 s. */
+static bool lands_within_5s(const uint8_t *r, const uint8_t *l, size_t len)
+{
+	double end = now_s() + 5;
+
+	while (memcmp(r, l, len)) {
+		if (now_s() > end)
+			return false;
+		usleep(1000);
+	}
+	return true;
+}
+
+/*
+ * One request posted with RDMAXFER_POST_MORE and nothing after it: in
+ * caller progress mode nothing moves until the agent is called, and then
+ * the held doorbell is rung by wait, by test, by rdmaxfer_progress(), or
+ * by a post without the flag on another peer of the same agent.
+ */
+static void test_post_more_flushed_by_test(void)
+{
+	const size_t off = 4096 + 3, len = 4099;
+	struct rdmaxfer_iov iov = { cli_buf + 7, len };
+	struct rdmaxfer_iov iov2 = { cli_buf + 65536, 100 };
+	struct rdmaxfer_desc d, d2;
+	struct rdmaxfer_req *req, *req2;
+	struct rdmaxfer_peer *p2;
+	uint8_t *r = srv_buf + off;
+	double end;
+	int ret, round;
+
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_desc(srv_mem, off, len, &d), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_xfer_prepare(cli_peer, RDMAXFER_OP_WRITE,
+						    &iov, 1, &d, 1, NULL, &req), 0);
+	for (round = 0; round < 3; round++) {
+		fill(iov.addr, len, chain_seed(round, 0, 0));
+		memset(r - 1, 0, len + 2);
+		CU_ASSERT_EQUAL_FATAL(rdmaxfer_req_post_flags(req,
+						RDMAXFER_POST_MORE), 0);
+		/* the doorbell is held: nothing reaches the server */
+		usleep(20000);
+		CU_ASSERT(all_zero(r - 1, len + 2));
+		switch (round) {
+		case 0:
+			ret = rdmaxfer_req_wait(req, 5000);
+			break;
+		case 1:
+			end = now_s() + 5;
+			while ((ret = rdmaxfer_req_test(req)) == -EINPROGRESS &&
+			       now_s() < end)
+				usleep(100);
+			break;
+		default:
+			CU_ASSERT(rdmaxfer_progress(cli) >= 0);
+			CU_ASSERT(lands_within_5s(r, iov.addr, len));
+			ret = rdmaxfer_req_wait(req, 5000);
+			break;
+		}
+		if (ret)
+			rc_diag("round %d: %s", round, rdmaxfer_strerror(ret));
+		CU_ASSERT_EQUAL(ret, 0);
+		CU_ASSERT(!memcmp(r, iov.addr, len));
+		CU_ASSERT(r[-1] == 0 && r[len] == 0);
+	}
+
+	/* held on cli_peer, rung by a plain post on another peer of cli */
+	CU_ASSERT_EQUAL_FATAL(connect_to(cli, &p2), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_desc(srv_mem, 2 * MiB, 100, &d2), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_xfer_prepare(p2, RDMAXFER_OP_WRITE,
+						    &iov2, 1, &d2, 1, NULL,
+						    &req2), 0);
+	fill(iov.addr, len, chain_seed(3, 0, 0));
+	fill(iov2.addr, iov2.len, chain_seed(3, 1, 0));
+	memset(r - 1, 0, len + 2);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_flags(req, RDMAXFER_POST_MORE), 0);
+	usleep(20000);
+	CU_ASSERT(all_zero(r - 1, len + 2));
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_flags(req2, 0), 0);
+	CU_ASSERT(lands_within_5s(r, iov.addr, len));
+	CU_ASSERT_EQUAL(rdmaxfer_req_wait(req, 5000), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_wait(req2, 5000), 0);
+	CU_ASSERT(!memcmp(srv_buf + 2 * MiB, iov2.addr, iov2.len));
+	CU_ASSERT_EQUAL(rdmaxfer_req_free(req2), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_peer_destroy(p2), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_free(req), 0);
+}
+
+/* Unknown flags and a busy request are refused without side effects. */
+static void test_post_more_bad_flag(void)
+{
+	struct rdmaxfer_iov iov = { cli_buf + 1, 777 };
+	struct rdmaxfer_desc d;
+	struct rdmaxfer_req *req;
+
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_flags(NULL, 0), -EINVAL);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_flags(NULL, RDMAXFER_POST_MORE),
+			-EINVAL);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_desc(srv_mem, 3, iov.len, &d), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_xfer_prepare(cli_peer, RDMAXFER_OP_WRITE,
+						    &iov, 1, &d, 1, NULL, &req), 0);
+	fill(iov.addr, iov.len, 21);
+	memset(srv_buf, 0, 4096);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_flags(req, 0x80), -EINVAL);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_flags(req, 0x80 | RDMAXFER_POST_MORE),
+			-EINVAL);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_flags(req, ~0u), -EINVAL);
+	/* nothing was posted */
+	CU_ASSERT_EQUAL(rdmaxfer_req_test(req), -EALREADY);
+	CU_ASSERT(all_zero(srv_buf, 4096));
+
+	/* still postable; while it is held or in flight it is busy */
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_req_post_flags(req, RDMAXFER_POST_MORE),
+			      0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_flags(req, RDMAXFER_POST_MORE),
+			-EBUSY);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_flags(req, 0), -EBUSY);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post(req), -EBUSY);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_flags(req, 0x80), -EINVAL);
+	CU_ASSERT_EQUAL(rdmaxfer_req_free(req), -EBUSY);
+	CU_ASSERT_EQUAL(rdmaxfer_req_wait(req, WAIT_MS), 0);
+	CU_ASSERT(!memcmp(srv_buf + 3, iov.addr, iov.len));
+	/* and again, plainly */
+	fill(iov.addr, iov.len, 22);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_flags(req, 0), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_wait(req, WAIT_MS), 0);
+	CU_ASSERT(!memcmp(srv_buf + 3, iov.addr, iov.len));
+	CU_ASSERT_EQUAL(rdmaxfer_req_free(req), 0);
+}
+
+/*
+ * A chain of 8 WRITEs on one QP whose 5th has a bad rkey: that WR is not
+ * signalled, yet its request fails with the remote access error; the
+ * requests before it were executed and complete; the ones after it are
+ * flushed.  None is left hanging, the peer refuses posts until it is
+ * reconnected, then the same chain goes through.
+ */
+static void test_post_more_error_in_chain(void)
+{
+	enum { N = 8, BAD = 4 };
+	struct rdmaxfer_agent *a;
+	struct rdmaxfer_peer *p;
+	struct chain c;
+	uint32_t rkey;
+	unsigned int i;
+	double t0;
+
+	CU_ASSERT_EQUAL_FATAL(new_agent(RDMAXFER_PROGRESS_CALLER, 1, &a), 0);
+	CU_ASSERT_EQUAL_FATAL(connect_to(a, &p), 0);
+	chain_layout(&c, N, 2, 0);
+	rkey = c.r[BAD].d[0].rkey;
+	c.r[BAD].d[0].rkey ^= 0x5a5a00;
+	chain_prepare(&c, p, RDMAXFER_OP_WRITE);
+	chain_fill(&c, RDMAXFER_OP_WRITE, 0);
+
+	t0 = now_s();
+	chain_post(&c, 0, false);
+	chain_wait(&c, 10000);
+	rc_diag("chain with a bad rkey finished after %.3f s", now_s() - t0);
+	for (i = 0; i < N; i++) {
+		int ret = c.r[i].ret;
+
+		if (i >= BAD)
+			rc_diag("request %u: %d %s (%s)", i, ret,
+				rdmaxfer_strerror(ret),
+				rdmaxfer_req_strerror(c.r[i].req));
+		CU_ASSERT(ret != -ETIMEDOUT && ret != -EINPROGRESS);
+		if (i > BAD)
+			CU_ASSERT(ret != 0);
+	}
+	CU_ASSERT(c.r[BAD].ret == -EACCES || c.r[BAD].ret == -EREMOTEIO);
+	CU_ASSERT(strstr(rdmaxfer_req_strerror(c.r[BAD].req), "error") != NULL);
+	chain_check_ok(&c, 0, BAD);
+	chain_check_data(&c, RDMAXFER_OP_WRITE, 0, BAD);
+
+	/* failed peer: posts refused, with or without the flag */
+	CU_ASSERT_NOT_EQUAL(rdmaxfer_peer_state(p), RDMAXFER_PEER_CONNECTED);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_flags(c.r[0].req, RDMAXFER_POST_MORE),
+			-ENOTCONN);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post(c.r[0].req), -ENOTCONN);
+	CU_ASSERT_EQUAL(rdmaxfer_peer_reconnect(p, 10000), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_peer_state(p), RDMAXFER_PEER_CONNECTED);
+
+	/* the same chain, the bad request rebuilt with the right key */
+	CU_ASSERT_EQUAL(rdmaxfer_req_free(c.r[BAD].req), 0);
+	c.r[BAD].d[0].rkey = rkey;
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_xfer_prepare(p, RDMAXFER_OP_WRITE,
+			c.r[BAD].iov, c.r[BAD].np, c.r[BAD].d, c.r[BAD].np,
+			NULL, &c.r[BAD].req), 0);
+	chain_fill(&c, RDMAXFER_OP_WRITE, 1);
+	chain_post(&c, 0, false);
+	chain_wait(&c, WAIT_MS);
+	chain_check_ok(&c, 0, N);
+	chain_check_data(&c, RDMAXFER_OP_WRITE, 0, N);
+	chain_free(&c);
+	rdmaxfer_agent_destroy(a);
+}
+
+/*
+ * A peer of 4 QPs: a chain of 24 requests where every third is a 1 MiB
+ * pair striped over all QPs and the others go to one QP each; two carry
+ * notifications (one striped: sent after its pieces completed; one on a
+ * single QP: appended to its list).  WRITE, then READ.
+ */
+static void test_post_more_chain_striped(void)
+{
+	enum { N = 24, NOTIF_STRIPED = 9, NOTIF_SMALL = 13 };
+	struct rdmaxfer_notif *nb = calloc(8, sizeof(*nb));
+	struct rdmaxfer_xfer_notif xn;
+	struct rdmaxfer_agent *a;
+	struct rdmaxfer_peer *p;
+	struct chain c;
+	unsigned int i, round;
+	int got, ret, seen;
+
+	CU_ASSERT_FATAL(nb != NULL);
+	CU_ASSERT_EQUAL_FATAL(new_agent(RDMAXFER_PROGRESS_CALLER, 4, &a), 0);
+	CU_ASSERT_EQUAL_FATAL(connect_to(a, &p), 0);
+	while (rdmaxfer_get_notifs(srv, nb, 8) > 0)
+		;	/* nothing of earlier cases left over */
+
+	chain_layout(&c, N, CHAIN_MAXP, 3);
+	for (i = 0; i < N; i++) {
+		bool notif = i == NOTIF_STRIPED || i == NOTIF_SMALL;
+
+		xn.value = 0x7000 + i;
+		CU_ASSERT_EQUAL_FATAL(rdmaxfer_xfer_prepare(p, RDMAXFER_OP_WRITE,
+				c.r[i].iov, c.r[i].np, c.r[i].d, c.r[i].np,
+				notif ? &xn : NULL, &c.r[i].req), 0);
+	}
+	for (round = 0; round < 3; round++) {
+		chain_fill(&c, RDMAXFER_OP_WRITE, round);
+		chain_post(&c, 0, round == 1);
+		chain_wait(&c, WAIT_MS);
+		chain_check_ok(&c, 0, N);
+		chain_check_data(&c, RDMAXFER_OP_WRITE, 0, N);
+		/* both notifications, each once */
+		seen = 0;
+		for (got = 0; got < 2; got += ret) {
+			ret = rdmaxfer_wait_notifs(srv, nb + got, 8 - got,
+						   WAIT_MS);
+			if (ret <= 0)
+				break;
+		}
+		CU_ASSERT_EQUAL(got, 2);
+		for (i = 0; i < (unsigned int)got && i < 8; i++) {
+			if (nb[i].value == 0x7000 + NOTIF_STRIPED)
+				seen |= 1;
+			else if (nb[i].value == 0x7000 + NOTIF_SMALL)
+				seen |= 2;
+			else
+				rc_diag("unexpected notification %#x",
+					nb[i].value);
+		}
+		CU_ASSERT_EQUAL(seen, 3);
+		CU_ASSERT_EQUAL(rdmaxfer_get_notifs(srv, nb, 8), 0);
+	}
+	chain_free(&c);
+
+	chain_layout(&c, N, CHAIN_MAXP, 3);
+	chain_prepare(&c, p, RDMAXFER_OP_READ);
+	chain_rounds(&c, RDMAXFER_OP_READ);
+	chain_free(&c);
+	rdmaxfer_agent_destroy(a);
+	free(nb);
+}
+
 static const struct rc_test_case cases[] = {
 	{ "agent_info", test_agent_info },
 	{ "write_list_mixed_sizes", test_write_list },
@@ -914,6 +1457,11 @@ static const struct rc_test_case cases[] = {
 	{ "split_at_max_msg_size", test_split_max_msg },
 	{ "long_list_backlog", test_long_list },
 	{ "repost_prepared", test_repost },
+	{ "post_more_chain", test_post_more_chain },
+	{ "post_more_chain_small_sq", test_post_more_chain_small_sq },
+	{ "post_more_flushed_by_test", test_post_more_flushed_by_test },
+	{ "post_more_bad_flag", test_post_more_bad_flag },
+	{ "post_more_chain_striped", test_post_more_chain_striped },
 	{ "notif_count_order", test_notif_order },
 	{ "notif_callback_after_data", test_notif_callback_after_data },
 	{ "concurrent_posters_thread_mode", test_concurrent_posters },
@@ -926,6 +1474,7 @@ static const struct rc_test_case cases[] = {
 	{ "cache_munmap_mmap", test_cache_remap },
 	{ "error_bad_rkey", test_bad_rkey },
 	{ "error_out_of_bounds", test_out_of_bounds },
+	{ "post_more_error_in_chain", test_post_more_error_in_chain },
 	{ "error_killed_peer", test_killed_peer },
 	{ "caller_mode_both_sides", test_caller_mode_both },
 	{ NULL, NULL },

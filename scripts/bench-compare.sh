@@ -103,7 +103,10 @@ run_pair()
 		srv="ib_$test -d $dev -i 1 $gidopt -s $size -n $n -F -p $port"
 		cli="$srv $addr"
 	else
-		srv="$bench -d $dev $gidopt -s $size -n $n -p $port --csv $test"
+		# ours1: one doorbell per request (no RDMAXFER_POST_MORE batching)
+		batch=
+		[ "$tool" = ours1 ] && batch="--batch 1"
+		srv="$bench -d $dev $gidopt -s $size -n $n -p $port --csv $batch $test"
 		cli="$srv $addr"
 	fi
 	try=0
@@ -165,6 +168,8 @@ while [ $rep -le "$maxrep" ]; do
 				run_pair perftest $test "$size" $rep
 				run_pair ours $test "$size" $rep
 			fi
+			# what doorbell batching buys, where it matters
+			[ "$size" -le 4096 ] && run_pair ours1 $test "$size" $rep
 		done
 	done
 	rep=$((rep + 1))
@@ -244,7 +249,7 @@ def paired(test, size):
     v = [d[("ours", k)] / d[("perftest", k)] for k in range(1, 100)
          if ("ours", k) in d and ("perftest", k) in d and d[("perftest", k)] > 0]
     return statistics.median(v) if v else None
-print(f"{'test':<10} {'bytes':>8} {'ours':>10} {'perftest':>10} {'ours/perftest':>14} {'paired':>7} {'runs':>5}  goal")
+print(f"{'test':<10} {'bytes':>8} {'ours':>10} {'perftest':>10} {'ours/perftest':>14} {'paired':>7} {'runs':>5} {'batch1/pt':>9}  goal")
 for test, sizes, unit, goal in (("write_bw", (64, 4096, 65536, 1048576), "MiB/s", ">= 1.00"),
                                 ("read_bw", (64, 4096, 65536, 1048576), "MiB/s", ">= 1.00"),
                                 ("write_lat", (2, 4096), "usec", "<= 1.05")):
@@ -256,8 +261,11 @@ for test, sizes, unit, goal in (("write_bw", (64, 4096, 65536, 1048576), "MiB/s"
         fb = f"{b:.2f}" if b is not None else "FAILED"
         p = paired(test, s)
         fp = f"{p:.3f}" if p else "n/a"
-        print(f"{test:<10} {s:>8} {fa:>10} {fb:>10} {r:>14} {fp:>7} {min(na, nb):>5}  {goal} ({unit}{', t_typical' if unit == 'usec' else ''})")
+        c, nc = med("ours1", test, s)
+        fc = f"{c / b:.3f}" if c and b else "-"
+        print(f"{test:<10} {s:>8} {fa:>10} {fb:>10} {r:>14} {fp:>7} {min(na, nb):>5} {fc:>9}  {goal} ({unit}{', t_typical' if unit == 'usec' else ''})")
 print("ours/perftest: ratio of the medians; paired: median of the per-repetition ratios")
+print("batch1/pt: rdmaxfer-bench --batch 1 (one doorbell per request, as perftest posts) / perftest")
 print()
 print("registration: raw ibv_reg_mr+ibv_dereg_mr vs cache hit (median usec)")
 try:

@@ -165,8 +165,7 @@ static int rx_poll_cq_locked(struct rdmaxfer_agent *agent)
 	struct ibv_wc wc[POLL_BATCH];
 	int n, i, total = 0;
 
-	if (!rx_list_empty(&agent->deferred))
-		rx_flush_deferred(agent);
+	rx_ring_deferred(agent);
 	for (;;) {
 		n = ibv_poll_cq(agent->cq, POLL_BATCH, wc);
 		if (n < 0)

@@ -298,6 +298,13 @@ void rx_flush_backlog(struct rx_qp *qp);
 void rx_fail_backlog(struct rx_qp *qp, int err);
 void rx_flush_deferred(struct rdmaxfer_agent *agent);
 
+/* Lock held: ring held doorbells, if any (test, wait and progress). */
+static inline void rx_ring_deferred(struct rdmaxfer_agent *agent)
+{
+	if (!rx_list_empty(&agent->deferred))
+		rx_flush_deferred(agent);
+}
+
 /* mem.c */
 void rx_mem_release(struct rdmaxfer_mem *mem);
 int rx_cache_get(struct regcache *cache, void *addr, size_t len,

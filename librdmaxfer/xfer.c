@@ -109,6 +109,21 @@ static inline struct rx_part *backlog_part(struct rx_list *n)
 }
 
 /*
+ * WR i of a chained part was posted: if it is signalled, its request and
+ * the parts riding on it wait for its completion.
+ */
+static void chain_posted(struct rx_part *part, uint32_t i)
+{
+	struct rx_part *r;
+
+	if (!(part->wrs[i].send_flags & IBV_SEND_SIGNALED))
+		return;
+	part->req->signals++;
+	for (r = part->slots[i].riders; r; r = r->rider_next)
+		r->req->signals++;
+}
+
+/*
  * Lock held: the doorbell could not take the whole chain.  What was posted
  * (up to bad) is accounted for, so its flush completions retire it; every
  * part of the chain leaves the backlog failed, and the peer fails.
@@ -126,18 +141,12 @@ static void chain_failed(struct rx_qp *q, struct rx_part *last,
 		next = n->next;
 		part->wrs[part->seg_end - 1].next = part->seg_next;
 		for (i = part->cursor; i < part->seg_end; i++) {
-			struct rx_part *r;
-
 			if (&part->wrs[i] == bad)
 				posting = false;
 			if (!posting)
 				break;
 			q->sq_used++;
-			if (!(part->wrs[i].send_flags & IBV_SEND_SIGNALED))
-				continue;
-			part->req->signals++;
-			for (r = part->slots[i].riders; r; r = r->rider_next)
-				r->req->signals++;
+			chain_posted(part, i);
 		}
 		if (!posting)
 			for (i = part->cursor; i < part->seg_end; i++)
@@ -240,20 +249,12 @@ void rx_flush_backlog(struct rx_qp *q)
 	/* unlink the chain and account for it */
 	for (n = q->backlog.next; n != &q->backlog; n = next) {
 		struct rx_part *p = backlog_part(n);
-		struct rdmaxfer_req *req = p->req;
 		uint32_t i;
 
 		next = n->next;
 		p->wrs[p->seg_end - 1].next = p->seg_next;
-		for (i = p->cursor; i < p->seg_end; i++) {
-			struct rx_part *r;
-
-			if (!(p->wrs[i].send_flags & IBV_SEND_SIGNALED))
-				continue;
-			req->signals++;
-			for (r = p->slots[i].riders; r; r = r->rider_next)
-				r->req->signals++;
-		}
+		for (i = p->cursor; i < p->seg_end; i++)
+			chain_posted(p, i);
 		q->sq_used += p->seg_end - p->cursor;
 		p->cursor = p->seg_end;
 		if (p->cursor == p->n)
@@ -744,8 +745,7 @@ int rdmaxfer_req_test(struct rdmaxfer_req *req)
 		return -EINVAL;
 	agent = req->peer->agent;
 	pthread_mutex_lock(&agent->lock);
-	if (!rx_list_empty(&agent->deferred))
-		rx_flush_deferred(agent);
+	rx_ring_deferred(agent);
 	if (req->state == RX_REQ_ACTIVE && !agent->thread_running)
 		rx_progress_data_locked(agent);
 	ret = req_result(req);
@@ -766,8 +766,7 @@ int rdmaxfer_req_wait(struct rdmaxfer_req *req, int timeout_ms)
 		return -EINVAL;
 	agent = req->peer->agent;
 	pthread_mutex_lock(&agent->lock);
-	if (!rx_list_empty(&agent->deferred))
-		rx_flush_deferred(agent);
+	rx_ring_deferred(agent);
 	for (;;) {
 		if (req->state == RX_REQ_ACTIVE && !agent->thread_running)
 			rx_progress_locked(agent);

@@ -72,6 +72,18 @@ struct regcache_stats {
 	uint64_t registered_bytes;	/* bytes now registered by the cache */
 	uint64_t reg_ns;		/* time spent in reg */
 	uint64_t dereg_ns;		/* time spent in dereg */
+	/* LIBREGCACHE_1.2: a program built against 1.0/1.1 gets the fields
+	 * above only (regcache_get_stats@LIBREGCACHE_1.0 fills no more) */
+	/* registrations retried after reg failed with -ENOMEM/-EAGAIN
+	 * (RLIMIT_MEMLOCK) and idle entries were evicted */
+	uint64_t reg_retries;
+	uint64_t exact;			/* exact-range entries registered */
+	/* gets served uncached because the application's own userfaultfd
+	 * watches the range (uffd monitor) */
+	uint64_t uffd_foreign;
+	/* gets served uncached because the range is a shared or file
+	 * mapping whose changes userfaultfd cannot see (uffd monitor) */
+	uint64_t uffd_shared;
 };
 
 /* Create a cache; *cachep is set on success. */

@@ -1136,12 +1136,10 @@ static uint64_t rc_sum_hits(struct regcache *cache)
 	return h;
 }
 
-int regcache_get_stats(struct regcache *cache, struct regcache_stats *st)
+static void rc_stats_fill(struct regcache *cache, struct regcache_stats *st)
 {
 	struct rc_reader *s;
 
-	if (!cache || !st)
-		return -EINVAL;
 	memset(st, 0, sizeof(*st));
 	s = rc_brlock_read_lock(&cache->lock);
 	st->hits = rc_sum_hits(cache);
@@ -1157,6 +1155,39 @@ int regcache_get_stats(struct regcache *cache, struct regcache_stats *st)
 	st->deregistrations = atomic_load(&cache->deregistrations);
 	st->reg_ns = atomic_load(&cache->reg_ns);
 	st->dereg_ns = atomic_load(&cache->dereg_ns);
+	st->reg_retries = atomic_load(&cache->reg_retries);
+	st->exact = atomic_load(&cache->exact);
+	st->uffd_foreign = atomic_load(&cache->uffd_foreign);
+	st->uffd_shared = atomic_load(&cache->uffd_shared);
+}
+
+/*
+ * struct regcache_stats grew in LIBREGCACHE_1.2.  Programs linked against
+ * 1.0 bind to regcache_get_stats@LIBREGCACHE_1.0, which writes only the
+ * fields their structure has; new programs get the whole structure.
+ */
+__asm__(".symver rc_get_stats_1_0,regcache_get_stats@LIBREGCACHE_1.0");
+__attribute__((visibility("default"), used))
+int rc_get_stats_1_0(struct regcache *cache, struct regcache_stats *st);
+int rc_get_stats_1_0(struct regcache *cache, struct regcache_stats *st)
+{
+	struct regcache_stats full;
+
+	if (!cache || !st)
+		return -EINVAL;
+	rc_stats_fill(cache, &full);
+	memcpy(st, &full, offsetof(struct regcache_stats, reg_retries));
+	return 0;
+}
+
+__asm__(".symver rc_get_stats_1_2,regcache_get_stats@@LIBREGCACHE_1.2");
+__attribute__((visibility("default"), used))
+int rc_get_stats_1_2(struct regcache *cache, struct regcache_stats *st);
+int rc_get_stats_1_2(struct regcache *cache, struct regcache_stats *st)
+{
+	if (!cache || !st)
+		return -EINVAL;
+	rc_stats_fill(cache, st);
 	return 0;
 }
 
@@ -1341,7 +1372,7 @@ static void rc_print_stats(struct regcache *cache)
 {
 	struct regcache_stats st;
 
-	regcache_get_stats(cache, &st);
+	rc_stats_fill(cache, &st);
 	fprintf(stderr,
 		"libregcache: stats monitor=%s hits=%" PRIu64 " misses=%" PRIu64
 		" merges=%" PRIu64 " evictions=%" PRIu64 " invalidations=%" PRIu64

@@ -121,6 +121,7 @@ struct regcache {
 	_Atomic uint64_t retired_hits;
 	_Atomic uint64_t misses, merges, evictions, invalidations, uncached;
 	_Atomic uint64_t registrations, deregistrations, reg_ns, dereg_ns;
+	_Atomic uint64_t reg_retries, exact, uffd_foreign, uffd_shared;
 };
 
 /* Bumped in the child by pthread_atfork: a cache from before is stale. */

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "regcache_int.h"
+#include "vma.h"
 
 #define RC_GET_RETRIES	8
 
@@ -561,49 +562,6 @@ static void rc_merge_reset(struct rc_merge *m)
 	m->ncovered = 0;
 }
 
-/*
- * Is every page of [start, end) mapped?  msync(MS_ASYNC) does no I/O
- * (a no-op since Linux 2.6.19) and fails with ENOMEM as soon as a page of
- * the range is unmapped: one walk over the VMAs, and unlike mincore() no
- * vector of one byte per page.
- */
-static bool rc_range_mapped(uintptr_t start, uintptr_t end)
-{
-	return !msync((void *)start, end - start, MS_ASYNC);
-}
-
-static bool rc_run_mapped(uintptr_t edge, size_t pages, bool down)
-{
-	size_t len = pages * rc_page_size;
-
-	return down ? rc_range_mapped(edge - len, edge) :
-		      rc_range_mapped(edge, edge + len);
-}
-
-/*
- * The longest run of mapped pages, at most 'want' bytes, that starts at
- * 'edge' going up or ends there going down.  A bisection: at most
- * log2(want / page size) probes, and one when the whole run is mapped.
- */
-static size_t rc_mapped_run(uintptr_t edge, size_t want, bool down)
-{
-	size_t lo = 0, hi = want / rc_page_size, mid;
-
-	if (!hi || rc_run_mapped(edge, hi, down))
-		return hi * rc_page_size;
-	if (!rc_run_mapped(edge, 1, down))
-		return 0;
-	lo = 1;
-	while (hi - lo > 1) {
-		mid = lo + (hi - lo) / 2;
-		if (rc_run_mapped(edge, mid, down))
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo * rc_page_size;
-}
-
 struct rc_edge {
 	uintptr_t lo, hi;	/* the free room around the union */
 	bool down;
@@ -621,21 +579,59 @@ static int rc_edge_fn(struct rc_itree_node *n, void *arg)
 }
 
 /*
+ * May an extension be carved out of this VMA?  Only private anonymous
+ * memory ([heap], [stack], plain anonymous mmaps) that can be read.
+ * Not a MAP_SHARED or file mapping, though the caller named part of it:
+ * its pages belong to an object other processes may map, pinning the
+ * part nobody named would read a file in from disk or allocate shmem and
+ * disk blocks for it, the part past the end of the file cannot be pinned
+ * at all (SIGBUS territory, a refused registration at every miss), a
+ * writable long-term pin of a file that needs dirty tracking is refused
+ * by recent kernels anyway, and the uffd monitor cannot see that memory
+ * change through the file.  A buffer in such a mapping still merges
+ * with its cached neighbours (ranges callers named), without extension.
+ */
+static bool rc_vma_growable(const struct rc_vma *vma)
+{
+	return rc_vma_private_anon(vma) && (vma->flags & RC_VMA_READ);
+}
+
+/*
  * Geometric growth.  Registering a big buffer chunk by chunk (NIXL does
  * this) makes every chunk a miss adjacent to the union of the previous
  * ones; re-registering just that union would cost n registrations and
  * O(n^2) bytes.  So a miss that grows the union on one side registers,
  * on that side, as much again as the union's length: n adjacent chunks
  * then cost O(log n) registrations and O(n) bytes.  The extension stops
- * at merge_max, at the first unmapped page (never register a hole on
- * purpose: a refused registration costs a syscall), at the next indexed
- * entry, and is dropped if the cache would need more than max_bytes for
- * it.  Write lock held; fills m->gstart/m->gend.
+ * at merge_max, at the next indexed entry, and is dropped if the cache
+ * would need more than max_bytes for it.
+ *
+ * Security property.  The extension never leaves the VMA that holds the
+ * union's edge on the side it grows (asked of the kernel: PROCMAP_QUERY,
+ * else /proc/self/maps), and that VMA must be private anonymous memory
+ * (rc_vma_growable).  So a PROT_NONE guard page, an unmapped hole, a
+ * file or shared mapping, or anonymous memory with other protections next
+ * to a buffer is never registered or pinned by growth: the kernel keeps
+ * each of those in a VMA of its own.  What one VMA can still hold is two
+ * mmap() calls: the kernel merges adjacent anonymous mappings with the
+ * same protection and flags into one VMA, and userspace cannot tell them
+ * apart.  Growth may therefore pin part of such a neighbour, for a key
+ * that only this process can use: remote-access memory is registered
+ * exactly as named (REGCACHE_GET_EXACT, which never merges or grows), so
+ * a grown entry is a local key and a peer never reaches memory through
+ * it.  The pin is undone when the entry goes: unmapping the neighbour
+ * invalidates it like any change of its memory.
+ *
+ * When the kernel cannot be asked (no /proc), nothing grows.  The query
+ * is a system call under the write lock, as a monitor's subscribe is;
+ * only merged misses make it, which for a buffer registered chunk by
+ * chunk is O(log n) of them.  Write lock held; fills m->gstart/m->gend.
  */
 static void rc_grow_plan(struct regcache *cache, struct rc_merge *m)
 {
 	uintptr_t cs = UINTPTR_MAX, ce = 0;
 	size_t ulen = m->end - m->start, want, covered_bytes = 0, i;
+	struct rc_vma vma;
 	struct rc_edge g;
 
 	m->gstart = m->start;
@@ -662,37 +658,42 @@ static void rc_grow_plan(struct regcache *cache, struct rc_merge *m)
 		return;
 	memset(&g, 0, sizeof(g));
 	if (m->rend > ce) {
-		/* Growing up: stay below the address space end and the next entry. */
-		if (want > UINTPTR_MAX - rc_page_size - m->end)
-			want = (UINTPTR_MAX - rc_page_size - m->end) &
-			       ~(rc_page_size - 1);
+		/*
+		 * Growing up: stay below the next entry and the end of the
+		 * VMA holding the union's last page (the request's).
+		 */
+		if (rc_vma_query(m->end - 1, &vma) || !rc_vma_growable(&vma) ||
+		    vma.end <= m->end)
+			return;
+		if (want > vma.end - m->end)
+			want = vma.end - m->end;
 		g.hi = m->end + want;
 		rc_itree_visit(&cache->tree, m->end, g.hi, rc_edge_fn, &g);
-		if (g.hi <= m->end)
-			return;
-		m->gend = m->end + rc_mapped_run(m->end, g.hi - m->end, false);
+		if (g.hi > m->end)
+			m->gend = g.hi;
 	} else if (m->rstart < cs) {
-		/* Growing down: stay above page 0 and the previous entry. */
-		if (m->start <= rc_page_size)
+		/* Growing down: stay above the previous entry and the VMA. */
+		if (rc_vma_query(m->start, &vma) || !rc_vma_growable(&vma) ||
+		    vma.start >= m->start)
 			return;
-		if (want > m->start - rc_page_size)
-			want = m->start - rc_page_size;
+		if (want > m->start - vma.start)
+			want = m->start - vma.start;
 		g.down = true;
 		g.lo = m->start - want;
 		rc_itree_visit(&cache->tree, g.lo, m->start, rc_edge_fn, &g);
-		if (g.lo >= m->start)
-			return;
-		m->gstart = m->start - rc_mapped_run(m->start, m->start - g.lo, true);
+		if (g.lo < m->start)
+			m->gstart = g.lo;
 	}
 }
 
 /*
- * The callback refused the grown range: the extension probably reaches
- * memory it cannot register though it is mapped (a PROT_NONE guard, a
- * device mapping).  Halve the extension rather than fall back to the bare
+ * The callback refused the grown range.  It lies in one private
+ * anonymous VMA, so what refuses it is the backend's own limit rather
+ * than the memory: RLIMIT_MEMLOCK with nothing left to evict, a device's
+ * largest region.  Halve the extension rather than fall back to the bare
  * union at once, which would bring back one registration of the whole
- * union per chunk for a buffer next to such memory.  At most
- * log2(extension / page size) refused calls; false when nothing is left.
+ * union per chunk.  At most log2(extension / page size) refused calls;
+ * false when nothing is left.
  */
 static bool rc_grow_shrink(struct rc_merge *m)
 {

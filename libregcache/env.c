@@ -16,8 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/capability.h>
 
 #include "regcache_int.h"
 
@@ -96,14 +100,48 @@ int rc_env_read(struct rc_env *env)
 	return 0;
 }
 
-/* Half of physical memory: a bound on what the cache may keep pinned. */
+/* Does the process hold CAP_IPC_LOCK in its effective set? */
+static bool rc_cap_ipc_lock(void)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &h, d))
+		return false;
+	return d[CAP_IPC_LOCK / 32].effective & (1U << (CAP_IPC_LOCK % 32));
+}
+
+/*
+ * The default of max_bytes: half of physical memory, and at most half
+ * of the RLIMIT_MEMLOCK soft limit when one applies.
+ *
+ * Pinned registrations count against RLIMIT_MEMLOCK (ib_umem_get charges
+ * the mm's pinned_vm) unless the process has CAP_IPC_LOCK, which the
+ * kernel lets pin without limit: then only the memory bound holds.  Half
+ * of the limit, because the cache needs room beyond what it keeps: while
+ * a merged union is being registered the entries it replaces stay pinned
+ * until it is in (up to twice the union's bytes), uncached and
+ * invalidated-but-held registrations count too, and so does whatever the
+ * application pins itself.  A cache holding at most half can always
+ * register a union as large as everything it keeps.  The limit is read
+ * when the cache is created; a registration the kernel still refuses
+ * makes the cache evict idle entries and retry (see rc_register()).
+ */
 size_t rc_default_max_bytes(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	size_t max = (size_t)1 << 32;
+	struct rlimit rl;
 
-	if (pages <= 0 || psz <= 0)
-		return (size_t)1 << 32;
-	return (size_t)pages / 2 * (size_t)psz;
+	if (pages > 0 && psz > 0)
+		max = (size_t)pages / 2 * (size_t)psz;
+	if (!getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 2 < max && !rc_cap_ipc_lock())
+		max = (size_t)(rl.rlim_cur / 2);
+	return max;
 }
 
 uint64_t rc_now_ns(void)

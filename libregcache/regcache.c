@@ -797,7 +797,7 @@ static int rc_subscribe_try(struct regcache *cache, struct regcache_entry *e,
 	}
 }
 
-static int rc_register(struct regcache *cache, struct regcache_entry *e)
+static int rc_register_once(struct regcache *cache, struct regcache_entry *e)
 {
 	uint64_t t0 = rc_now_ns();
 	int ret;
@@ -809,6 +809,51 @@ static int rc_register(struct regcache *cache, struct regcache_entry *e)
 	atomic_fetch_add_explicit(&cache->registrations, 1, memory_order_relaxed);
 	if (ret > 0)
 		ret = -ret;	/* be lenient with callbacks returning errno */
+	return ret;
+}
+
+/*
+ * Evict idle entries, least recently used first (CLOCK), until 'need'
+ * bytes of registrations are gone or nothing idle is left, and release
+ * them (the dereg callbacks unpin before this returns), with what the
+ * uffd thread deferred.  Returns the bytes evicted.  No lock held.
+ */
+static size_t rc_evict_bytes(struct regcache *cache, size_t need)
+{
+	struct rc_list release;
+	size_t before, freed;
+
+	rc_list_init(&release);
+	rc_brlock_write_lock(&cache->lock);
+	before = cache->bytes;
+	while (before - cache->bytes < need)
+		if (!rc_evict_one(cache, &release))
+			break;
+	freed = before - cache->bytes;
+	rc_brlock_write_unlock(&cache->lock);
+	rc_release_list(cache, &release);
+	rc_run_deferred(cache);
+	return freed;
+}
+
+/*
+ * Register e's range; no lock held.  A callback failing with -ENOMEM or
+ * -EAGAIN has usually hit RLIMIT_MEMLOCK (ib_umem_get's ENOMEM) or the
+ * device's table size, to which the idle registrations this cache keeps
+ * count: as libfabric's cache does, evict idle entries worth at least
+ * the range (what the kernel must pin for it) and retry once, counted in
+ * reg_retries.  Nothing evicted: no retry, the error goes back.
+ */
+static int rc_register(struct regcache *cache, struct regcache_entry *e)
+{
+	int ret = rc_register_once(cache, e);
+
+	if ((ret == -ENOMEM || ret == -EAGAIN) &&
+	    rc_evict_bytes(cache, e->node.end - e->node.start)) {
+		atomic_fetch_add_explicit(&cache->reg_retries, 1,
+					  memory_order_relaxed);
+		ret = rc_register_once(cache, e);
+	}
 	return ret;
 }
 

@@ -896,7 +896,7 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 	struct rc_merge m;
 	struct rc_list release;
 	struct regcache_entry *e;
-	bool merged, stale, grow = true;
+	bool merged, stale, grow = true, merge = true, lost = false;
 	enum rc_try level;
 	unsigned int tries;
 	size_t i;
@@ -905,6 +905,7 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 	memset(&m, 0, sizeof(m));
 	rc_list_init(&release);
 	for (tries = 0; tries < RC_GET_RETRIES; tries++) {
+		lost = false;
 		rc_brlock_write_lock(&cache->lock);
 		/* Drop the stale entries the lookup ran into. */
 		e = rc_lookup(cache, start, end, access, &stale);
@@ -930,6 +931,7 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 		e = rc_entry_alloc(cache, true);
 		if (!e) {
 			rc_brlock_write_unlock(&cache->lock);
+			rc_release_list(cache, &release);
 			ret = -ENOMEM;
 			break;
 		}
@@ -939,7 +941,8 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 		m.access = m.raccess = access;
 		m.ncovered = 0;
 		m.grew = m.nomem = false;
-		merged = cache->merge_max >= rc_page_size && rc_merge_plan(cache, &m);
+		merged = merge && cache->merge_max >= rc_page_size &&
+			 rc_merge_plan(cache, &m);
 		if (!merged) {
 			rc_merge_reset(&m);
 			m.start = start;
@@ -986,6 +989,13 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 			ret = rc_register(cache, e);
 		}
 		merged = level != RC_TRY_EXACT;
+		/*
+		 * Let the monitor apply what it learnt while we registered
+		 * (the uffd thread may have read an unmap of this range and
+		 * not yet marked e stale) before judging e below.
+		 */
+		if (!ret && cache->mon->sync)
+			cache->mon->sync(cache);
 
 		rc_brlock_write_lock(&cache->lock);
 		rc_list_del(&e->link);	/* off the pending list */
@@ -1005,13 +1015,21 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 		if (atomic_load(&e->stale) ||
 		    (e->subscribed && !cache->mon->valid(cache, e))) {
 			/*
-			 * The memory changed while we registered it: again.
-			 * Without the extension, which may cover a busy
-			 * neighbouring mapping the request has nothing to do
-			 * with.
+			 * The memory changed while we registered it: again,
+			 * one step narrower.  What changed may be a busy
+			 * neighbour the request has nothing to do with: the
+			 * extension reaches into it, or a covered entry of
+			 * the union is its memory, and a thread that keeps
+			 * unmapping and remapping it would make us lose every
+			 * time.  So without the extension first, then without
+			 * the union: the exact request, which only a change
+			 * of the requested memory itself can spoil.
 			 */
 			if (level == RC_TRY_GROWN)
 				grow = false;
+			else if (level == RC_TRY_UNION)
+				merge = false;
+			lost = true;
 			if (e->subscribed) {
 				cache->mon->unsubscribe(cache, e);
 				e->subscribed = false;
@@ -1074,7 +1092,20 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 		return 0;
 	}
 	free(m.covered);
-	return ret;
+	if (!lost)
+		return ret;
+	/*
+	 * Even the exact request changed under every registration: another
+	 * thread keeps unmapping and remapping the very memory it asked for.
+	 * Register it once more and do not keep it, rather than fail with
+	 * -EAGAIN.  This is safe: the cache's danger is serving a stale
+	 * registration to a later get, and this one is never indexed, so it
+	 * serves only this caller and is released at its put.  What it
+	 * covers is what a plain ibv_reg_mr() racing with the same munmap()
+	 * and mmap() would: the pages mapped when the kernel pinned them
+	 * (or -EFAULT if none were), a race that is the caller's own.
+	 */
+	return rc_get_uncached(cache, start, end, access, entryp);
 }
 
 /* ------------------------------------------------------------------ API */

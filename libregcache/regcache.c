@@ -836,25 +836,39 @@ static size_t rc_evict_bytes(struct regcache *cache, size_t need)
 	return freed;
 }
 
+/* The callback's way of saying that no more memory can be pinned. */
+static inline bool rc_reg_nomem(int ret)
+{
+	return ret == -ENOMEM || ret == -EAGAIN;
+}
+
 /*
  * Register e's range; no lock held.  A callback failing with -ENOMEM or
  * -EAGAIN has usually hit RLIMIT_MEMLOCK (ib_umem_get's ENOMEM) or the
  * device's table size, to which the idle registrations this cache keeps
  * count: as libfabric's cache does, evict idle entries worth at least
  * the range (what the kernel must pin for it) and retry once, counted in
- * reg_retries.  Nothing evicted: no retry, the error goes back.
+ * reg_retries.  Nothing evicted: no retry, the error goes back.  'evict'
+ * false: fail at once (a speculative extension is not worth the idle
+ * entries it would cost; the caller drops it instead).
  */
-static int rc_register(struct regcache *cache, struct regcache_entry *e)
+static int rc_register_evict(struct regcache *cache, struct regcache_entry *e,
+			     bool evict)
 {
 	int ret = rc_register_once(cache, e);
 
-	if ((ret == -ENOMEM || ret == -EAGAIN) &&
+	if (evict && rc_reg_nomem(ret) &&
 	    rc_evict_bytes(cache, e->node.end - e->node.start)) {
 		atomic_fetch_add_explicit(&cache->reg_retries, 1,
 					  memory_order_relaxed);
 		ret = rc_register_once(cache, e);
 	}
 	return ret;
+}
+
+static int rc_register(struct regcache *cache, struct regcache_entry *e)
+{
+	return rc_register_evict(cache, e, true);
 }
 
 static void rc_deregister_now(struct regcache *cache, struct regcache_entry *e)
@@ -969,24 +983,27 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 		rc_brlock_write_unlock(&cache->lock);
 		rc_release_list(cache, &release);
 
-		ret = rc_register(cache, e);
+		ret = rc_register_evict(cache, e, level != RC_TRY_GROWN);
 		while (ret && level != RC_TRY_EXACT) {
 			/*
-			 * An extension into memory the backend refuses, or a
-			 * union with unmapped holes: try the next narrower range.
+			 * An extension the backend refuses, or a union with
+			 * unmapped holes: try the next narrower range.  An
+			 * extension refused for lack of pinnable memory is
+			 * dropped at once rather than halved.
 			 */
 			rc_brlock_write_lock(&cache->lock);
 			if (e->subscribed) {
 				cache->mon->unsubscribe(cache, e);
 				e->subscribed = false;
 			}
-			if (level != RC_TRY_GROWN || !rc_grow_shrink(&m))
+			if (level != RC_TRY_GROWN || rc_reg_nomem(ret) ||
+			    !rc_grow_shrink(&m))
 				rc_try_next(&m, &level, &release);
 			atomic_store(&e->stale, 0);
 			e->cached = !rc_subscribe_try(cache, e, &m, &level, &release);
 			rc_brlock_write_unlock(&cache->lock);
 			rc_release_list(cache, &release);
-			ret = rc_register(cache, e);
+			ret = rc_register_evict(cache, e, level != RC_TRY_GROWN);
 		}
 		merged = level != RC_TRY_EXACT;
 		/*

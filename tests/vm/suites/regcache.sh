@@ -4,7 +4,8 @@
 # tests and the monitor battery with the kmod monitor (a kmod miss is a
 # failure), the battery again with uffd for the scenario x monitor table,
 # the end-to-end verbs test on rxe (an RDMA WRITE through a cached key
-# must land in the new memory after munmap/mmap and brk reuse), and the
+# must land in the new memory after munmap/mmap and brk reuse), what a
+# miss registers and pins (growth, RLIMIT_MEMLOCK, churn), and the
 # benchmarks, whose output goes to $RC_RESULTS.
 . "$RC_SRCDIR/tests/vm/guest-lib.sh"
 
@@ -26,6 +27,19 @@ rc_run "battery uffd" env RC_TEST_MONITOR=uffd \
 	RC_BATTERY_OUT="$R/battery.txt" "$T/test_regcache_monitor"
 rc_run "verbs e2e" env RXE_DEV="$RXE_DEV" RXE_GID_INDEX="$RXE_GID_INDEX" \
 	timeout 300 "$T/test_regcache_verbs"
+# What a miss registers: growth inside the VMA (PROCMAP_QUERY on 7.3, the
+# text of /proc/self/maps on 6.1), evict-and-retry, a churning neighbour.
+rc_run "growth kmod" env RC_TEST_MONITOR=kmod timeout 300 "$T/test_regcache_growth"
+rc_run "growth uffd" env RC_TEST_MONITOR=uffd timeout 300 "$T/test_regcache_growth"
+# ibv_reg_mr next to guards and other mappings: nothing outside pinned.
+rc_run "pin kmod" env RXE_DEV="$RXE_DEV" RC_TEST_MONITOR=kmod \
+	timeout 300 "$T/test_regcache_pin" pin
+# Under RLIMIT_MEMLOCK of 1 MiB: root's CAP_IPC_LOCK would bypass it, so
+# drop it from the bounding set (the program checks that ibv_reg_mr of
+# more than the limit fails, and skips saying why otherwise).
+rc_run "memlock 1 MiB kmod" sh -c "ulimit -l 1024 && exec setpriv \
+	--inh-caps=-ipc_lock --bounding-set=-ipc_lock env RXE_DEV='$RXE_DEV' \
+	RC_TEST_MONITOR=kmod timeout 300 '$T/test_regcache_pin' memlock"
 
 # Benchmarks: not pass/fail; a point only says that they ran.
 if [ -x "$T/bench_regcache" ]; then

@@ -115,8 +115,10 @@ static bool rc_cap_ipc_lock(void)
 }
 
 /*
- * The default of max_bytes: half of physical memory, and at most half
- * of the RLIMIT_MEMLOCK soft limit when one applies.
+ * The default of max_bytes: half of physical memory, and, for
+ * registrations that pin ('pin': no REGCACHE_ATTR_NO_PIN; on-demand-paging
+ * registrations are not charged), at most half of the RLIMIT_MEMLOCK
+ * soft limit when one applies.
  *
  * Pinned registrations count against RLIMIT_MEMLOCK (ib_umem_get charges
  * the mm's pinned_vm) unless the process has CAP_IPC_LOCK, which the
@@ -130,7 +132,7 @@ static bool rc_cap_ipc_lock(void)
  * when the cache is created; a registration the kernel still refuses
  * makes the cache evict idle entries and retry (see rc_register()).
  */
-size_t rc_default_max_bytes(void)
+size_t rc_default_max_bytes(bool pin)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
 	size_t max = (size_t)1 << 32;
@@ -138,7 +140,8 @@ size_t rc_default_max_bytes(void)
 
 	if (pages > 0 && psz > 0)
 		max = (size_t)pages / 2 * (size_t)psz;
-	if (!getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	if (pin && !getrlimit(RLIMIT_MEMLOCK, &rl) &&
+	    rl.rlim_cur != RLIM_INFINITY &&
 	    rl.rlim_cur / 2 < max && !rc_cap_ipc_lock())
 		max = (size_t)(rl.rlim_cur / 2);
 	return max;

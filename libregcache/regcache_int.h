@@ -211,6 +211,6 @@ int rc_parse_size(const char *s, size_t *out);
 
 #define RC_DEFAULT_MAX_ENTRIES	16384
 #define RC_DEFAULT_MERGE_MAX	(256UL << 20)
-size_t rc_default_max_bytes(void);
+size_t rc_default_max_bytes(bool pin);
 
 #endif /* RC_REGCACHE_INT_H */

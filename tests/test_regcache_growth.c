@@ -107,17 +107,23 @@ static int rb_reg(void *user, void *addr, size_t len, uint32_t access,
 	return ret;
 }
 
-static int make_cache(regcache_reg_fn reg, regcache_dereg_fn dereg,
-		      size_t max_bytes)
+static int make_cache_flags(regcache_reg_fn reg, regcache_dereg_fn dereg,
+			    size_t max_bytes, uint32_t flags)
 {
 	struct regcache_attr a = {
 		.reg = reg, .dereg = dereg, .user = &be,
 		.monitor = mon_type, .max_bytes = max_bytes,
-		.flags = REGCACHE_ATTR_NO_ENV,
+		.flags = REGCACHE_ATTR_NO_ENV | flags,
 	};
 
 	memset(&be, 0, sizeof(be));
 	return regcache_create(&a, &cache);
+}
+
+static int make_cache(regcache_reg_fn reg, regcache_dereg_fn dereg,
+		      size_t max_bytes)
+{
+	return make_cache_flags(reg, dereg, max_bytes, 0);
 }
 
 static void drop_cache(void)
@@ -571,7 +577,8 @@ static bool has_cap_ipc_lock(void)
 }
 
 /* In a child: is a default-sized cache's 'pages'-page request cached? */
-static int child_cached(size_t pages, rlim_t limit, bool drop_cap)
+static int child_cached(size_t pages, rlim_t limit, bool drop_cap,
+			uint32_t flags)
 {
 	struct regcache_entry *e;
 	struct rlimit rl;
@@ -592,7 +599,7 @@ static int child_cached(size_t pages, rlim_t limit, bool drop_cap)
 		if (setrlimit(RLIMIT_MEMLOCK, &rl))
 			_exit(3);
 		buf = map_anon(NULL, pages * psz, PROT_READ | PROT_WRITE);
-		if (!buf || make_cache(tb_reg, tb_dereg, 0) ||
+		if (!buf || make_cache_flags(tb_reg, tb_dereg, 0, flags) ||
 		    regcache_get(cache, buf, pages * psz, 1, &e))
 			_exit(4);
 		st = regcache_entry_cached(e);
@@ -608,20 +615,22 @@ static int child_cached(size_t pages, rlim_t limit, bool drop_cap)
 /*
  * max_bytes defaults to half the RLIMIT_MEMLOCK soft limit without
  * CAP_IPC_LOCK: with a 64-page limit a 48-page request is registered
- * uncached (> 32), a 16-page one cached; with CAP_IPC_LOCK the limit
- * does not bind and 48 pages are cached.
+ * uncached (> 32), a 16-page one cached; registrations that do not pin
+ * (REGCACHE_ATTR_NO_PIN) are not bound by it; with CAP_IPC_LOCK the
+ * limit does not bind and 48 pages are cached.
  */
 static void test_memlock_default(void)
 {
 	rlim_t limit = 64 * psz;
 
-	CU_ASSERT_EQUAL(child_cached(48, limit, true), 0);
-	CU_ASSERT_EQUAL(child_cached(16, limit, true), 1);
+	CU_ASSERT_EQUAL(child_cached(48, limit, true, 0), 0);
+	CU_ASSERT_EQUAL(child_cached(16, limit, true, 0), 1);
+	CU_ASSERT_EQUAL(child_cached(48, limit, true, REGCACHE_ATTR_NO_PIN), 1);
 	if (!has_cap_ipc_lock()) {
 		rc_diag("no CAP_IPC_LOCK: its case is not checked");
 		return;
 	}
-	CU_ASSERT_EQUAL(child_cached(48, limit, false), 1);
+	CU_ASSERT_EQUAL(child_cached(48, limit, false, 0), 1);
 }
 
 /* ------------------------------------------------------------- churn */

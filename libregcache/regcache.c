@@ -1440,7 +1440,8 @@ int regcache_create(const struct regcache_attr *attr, struct regcache **cachep)
 			     RC_DEFAULT_MAX_ENTRIES;
 	cache->max_bytes = env.max_bytes_set ? env.max_bytes :
 			   attr->max_bytes ? attr->max_bytes :
-			   rc_default_max_bytes(!(attr->flags & REGCACHE_ATTR_NO_PIN));
+			   rc_default_max_bytes(!(attr->flags &
+						  REGCACHE_ATTR_NO_PIN));
 	cache->merge_max = env.merge_set ? env.merge_max :
 			   attr->merge_max ? attr->merge_max :
 			   RC_DEFAULT_MERGE_MAX;

@@ -165,6 +165,12 @@ static void kmod_unsubscribe(struct regcache *cache, struct regcache_entry *e)
 		p->slot_entry[e->slot] = NULL;
 }
 
+/*
+ * The status page is mapped VM_DONTCOPY by the module: a child made by
+ * fork or by a raw clone has nothing at that address.  Every caller of
+ * ->valid and ->sync checks rc_forked() first, which sees both kinds of
+ * child (regcache_int.h), so a child never gets here.
+ */
 static bool kmod_valid(const struct regcache *cache, const struct regcache_entry *e)
 {
 	const struct kmod_priv *p = cache->mon_priv;

@@ -12,7 +12,9 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/membarrier.h>
 #include <linux/seccomp.h>
@@ -185,6 +187,109 @@ static void test_raw_clone_stale(void)
 static void test_fork_stale(void)
 {
 	clone_stale(false);
+}
+
+/* The fd number of the parent's /dev/regcache, found in /proc. */
+static int find_regcache_fd(void)
+{
+	char path[300], target[64];
+	struct dirent *d;
+	int fd = -1;
+	DIR *dir;
+
+	dir = opendir("/proc/self/fd");
+	if (!dir)
+		return -1;
+	while ((d = readdir(dir))) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", d->d_name);
+		n = readlink(path, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = 0;
+		if (!strcmp(target, "/dev/regcache")) {
+			fd = atoi(d->d_name);
+			break;
+		}
+	}
+	closedir(dir);
+	return fd;
+}
+
+/*
+ * The child makes its own cache before it destroys the parent's.  Its
+ * status page may land where the parent's was (the parent's is not
+ * inherited, so that address is free), and with kmod the child first
+ * closes the inherited fd so that its own open reuses the number: the
+ * parent cache's destroy must unmap and close neither.
+ */
+static int own_first_child(struct regcache *cache, char *buf)
+{
+	struct regcache_entry *x, *y;
+	struct regcache *mine;
+	int bad = 0, fd;
+
+	alarm(CHILD_TIMEOUT);
+	if (mon_type == REGCACHE_MONITOR_KMOD) {
+		fd = find_regcache_fd();
+		if (fd < 0)
+			return 0x01;
+		close(fd);
+	}
+	if (make_cache(&mine))
+		return 0x02;
+	if (regcache_get(mine, buf + psz, psz, 1, &x))
+		return 0x04;
+	regcache_destroy(cache);
+	if (!regcache_entry_valid(mine, x))	/* reads the status page */
+		bad |= 0x08;
+	if (regcache_get(mine, buf + psz, psz, 1, &y) || y != x)
+		bad |= 0x10;
+	else
+		regcache_put(mine, y);
+	if (regcache_process_events(mine) < 0)
+		bad |= 0x20;
+	fd = regcache_fd(mine);
+	if (fd >= 0 && fcntl(fd, F_GETFD) < 0)
+		bad |= 0x40;	/* the parent cache's destroy closed it */
+	regcache_put(mine, x);
+	regcache_destroy(mine);
+	return bad;
+}
+
+static void clone_own_first(bool raw)
+{
+	struct regcache *cache;
+	struct regcache_entry *e;
+	char *buf = map_pages(4);
+	pid_t pid;
+
+	CU_ASSERT_FATAL(buf != NULL);
+	memset(&be, 0, sizeof(be));
+	CU_ASSERT_FATAL(make_cache(&cache) == 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, psz, 1, &e), 0);
+	pid = raw ? raw_clone() : fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0)
+		_exit(own_first_child(cache, buf));
+	CU_ASSERT_EQUAL(reap(pid, raw ? "raw clone, own cache first" :
+					"fork, own cache first"), 0);
+	CU_ASSERT(regcache_entry_valid(cache, e));
+	regcache_put(cache, e);
+	regcache_destroy(cache);
+	CU_ASSERT_EQUAL(be.live, 0);
+	munmap(buf, 4 * psz);
+}
+
+static void test_raw_clone_own_first(void)
+{
+	clone_own_first(true);
+}
+
+static void test_fork_own_first(void)
+{
+	clone_own_first(false);
 }
 
 /*
@@ -624,6 +729,8 @@ static void test_brlock_membarrier_fails(void)
 static const struct rc_test_case clone_cases[] = {
 	{ "raw_clone_stale", test_raw_clone_stale },
 	{ "fork_stale", test_fork_stale },
+	{ "raw_clone_own_cache_first", test_raw_clone_own_first },
+	{ "fork_own_cache_first", test_fork_own_first },
 	{ "raw_clone_reader_mid_section", test_raw_clone_mid_section },
 	{ "fork_reader_mid_section", test_fork_mid_section },
 	{ "thread_exit_dtor_put", test_thread_exit_put },

@@ -58,6 +58,10 @@
  */
 #define RC_BRLOCK_DRAIN_NS	(10 * 1000 * 1000L)
 
+#ifndef MEMBARRIER_CMD_GLOBAL
+#define MEMBARRIER_CMD_GLOBAL	MEMBARRIER_CMD_SHARED	/* before 4.16 */
+#endif
+
 _Atomic int rc_brlock_mode;
 __thread struct rc_reader *rc_my_reader __attribute__((tls_model("initial-exec")));
 
@@ -179,17 +183,20 @@ static void rc_sleep_ns(long ns)
  *    after that use the exchange; writers that see SWITCHING come here
  *    and wait on the switch lock until step 3, so no writer relies on the
  *    fence alone before the drain is over.
- * 2. Wait RC_BRLOCK_DRAIN_NS.  A reader that began its section under the
- *    asymmetric protocol (it loaded ASYM before step 1 became visible)
- *    stored its record before loading the writer flag; that store leaves
- *    the CPU's store buffer within a bounded time while the thread runs
- *    (microseconds; nothing lets a store wait behind later loads for
- *    milliseconds), and a thread switched out in the meantime passes the
- *    full barrier of the scheduler's context switch.  After the drain the
- *    record therefore shows such a reader, and the scan below waits for
- *    it as usual.  This is the one step that rests on the hardware and
- *    not on the C11 model; it runs once per process, and membarrier
- *    itself is the only primitive that would prove more.
+ * 2. If MEMBARRIER_CMD_GLOBAL still works (the private command failed
+ *    for want of a registration, not by a filter), it proves what step 3
+ *    needs: every running thread passed a full barrier after step 1.
+ *    Otherwise wait RC_BRLOCK_DRAIN_NS.  A reader that began its section
+ *    under the asymmetric protocol (it loaded ASYM before step 1 became
+ *    visible) stored its record before loading the writer flag; that
+ *    store leaves the CPU's store buffer within a bounded time while the
+ *    thread runs (microseconds; nothing lets a store wait behind later
+ *    loads for milliseconds), and a thread switched out in the meantime
+ *    passes the full barrier of the scheduler's context switch.  After
+ *    the drain the record therefore shows such a reader, and the scan
+ *    below waits for it as usual.  This is the one step that rests on
+ *    the hardware and not on the C11 model; it runs once per process,
+ *    and only a membarrier would prove more.
  * 3. mode := SYM.  From here on writer and reader each have a full
  *    barrier between their store and their load (seq_cst fence / seq_cst
  *    exchange): the store-buffering pattern under seq_cst, in which at
@@ -206,7 +213,8 @@ static void rc_brlock_fallback(int err)
 		atomic_thread_fence(memory_order_seq_cst);
 		rc_log("membarrier failed at run time (%s): brlock readers switch to a full barrier",
 		       strerror(err));
-		rc_sleep_ns(RC_BRLOCK_DRAIN_NS);
+		if (membarrier(MEMBARRIER_CMD_GLOBAL))
+			rc_sleep_ns(RC_BRLOCK_DRAIN_NS);
 		atomic_store(&rc_brlock_mode, RC_BRLOCK_SYM);
 	}
 	pthread_mutex_unlock(&rc_brlock_switch_lock);
@@ -220,6 +228,11 @@ static void wait_readers(struct rc_brlock *l)
 
 	if (mode == RC_BRLOCK_ASYM) {
 		if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0)
+			goto scan;
+		/* -EPERM: not (or no longer) registered; register again once. */
+		if (errno == EPERM &&
+		    membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 &&
+		    membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0)
 			goto scan;
 		rc_brlock_fallback(errno);
 	} else if (mode == RC_BRLOCK_SWITCHING) {

@@ -17,9 +17,12 @@
  * on the writer mutex, so writers cannot starve.
  *
  * Without membarrier (kernels before 4.14, seccomp filters), the reader
- * falls back to a sequentially consistent exchange, and the writer to a
- * full fence: two locked instructions per read section, still no shared
- * line.
+ * uses a sequentially consistent exchange, and the writer a full fence:
+ * two locked instructions per read section, still no shared line.  A
+ * membarrier that starts failing at run time switches the process to that
+ * protocol for good (see rc_brlock_fallback() in brlock.c).
+ *
+ * fork, clone and thread exit: see "Reader records" in brlock.c.
  */
 #ifndef RC_BRLOCK_H
 #define RC_BRLOCK_H
@@ -27,6 +30,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #define RC_CACHELINE	64
 
@@ -42,12 +46,32 @@ struct rc_brlock {
 	pthread_mutex_t wmutex;		/* held by the writer for its whole section */
 };
 
-extern bool rc_brlock_asym;		/* membarrier available */
+/*
+ * The read-side protocol of the whole process.  SYM is 0 so that a reader
+ * that runs before the setup is safe.  ASYM -> SWITCHING -> SYM happens at
+ * most once, when membarrier fails after it had worked; readers treat
+ * SWITCHING as SYM, writers wait for the switch to complete.
+ */
+enum {
+	RC_BRLOCK_SYM = 0,
+	RC_BRLOCK_ASYM = 1,
+	RC_BRLOCK_SWITCHING = 2,
+};
+extern _Atomic int rc_brlock_mode;
 extern __thread struct rc_reader *rc_my_reader __attribute__((tls_model("initial-exec")));
 
 int rc_brlock_init(struct rc_brlock *l);
 void rc_brlock_destroy(struct rc_brlock *l);
 struct rc_reader *rc_reader_register(void);
+/*
+ * In a child created without fork handlers (raw clone), before its first
+ * brlock exists: forget the read sections of threads that the child does
+ * not have.  See brlock.c.
+ */
+void rc_brlock_forget_parent(void);
+
+/* Provided by regcache.c (and by the tests that link brlock.c alone). */
+void rc_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static inline struct rc_reader *rc_reader_get(void)
 {
@@ -63,7 +87,9 @@ static inline struct rc_reader *rc_brlock_read_lock(struct rc_brlock *l)
 	struct rc_reader *r = rc_reader_get();
 
 	for (;;) {
-		if (__builtin_expect(rc_brlock_asym, 1)) {
+		if (__builtin_expect(atomic_load_explicit(&rc_brlock_mode,
+							  memory_order_relaxed) ==
+				     RC_BRLOCK_ASYM, 1)) {
 			atomic_store_explicit(&r->lock, l, memory_order_relaxed);
 			atomic_signal_fence(memory_order_seq_cst);
 		} else {

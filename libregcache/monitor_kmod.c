@@ -16,11 +16,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "regcache_int.h"
@@ -28,6 +30,7 @@
 
 struct kmod_priv {
 	int fd;
+	dev_t rdev;				/* of fd, for a forked child */
 	volatile struct regcache_status *status;
 	size_t status_size;
 	uint32_t max_watches;
@@ -46,6 +49,7 @@ static int kmod_start(struct regcache *cache, const char **why)
 	static __thread char buf[160];
 	struct regcache_info info;
 	struct kmod_priv *p;
+	struct stat st;
 	void *map;
 	int ret;
 
@@ -62,6 +66,8 @@ static int kmod_start(struct regcache *cache, const char **why)
 		*why = buf;
 		goto free_priv;
 	}
+	if (fstat(p->fd, &st) == 0)
+		p->rdev = st.st_rdev;
 	memset(&info, 0, sizeof(info));
 	if (ioctl(p->fd, REGCACHE_IOC_GET_INFO, &info)) {
 		ret = -errno;
@@ -111,15 +117,40 @@ free_priv:
 	return ret;
 }
 
+/*
+ * In a child: is p->fd still the parent's /dev/regcache file, and not a
+ * number the child closed and reused?  The module reports EPOLLERR, with
+ * no log line, to a poll from another address space.
+ */
+static bool kmod_fd_inherited(const struct kmod_priv *p)
+{
+	struct pollfd pfd = { .fd = p->fd, .events = POLLIN };
+	struct stat st;
+
+	if (fstat(p->fd, &st) || !S_ISCHR(st.st_mode) || st.st_rdev != p->rdev)
+		return false;
+	return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLERR);
+}
+
 static void kmod_stop(struct regcache *cache)
 {
 	struct kmod_priv *p = kp(cache);
 
-	/* In a forked child the module refuses the fd (-EIO): just close it. */
-	if (!rc_forked(cache))
+	if (!rc_forked(cache)) {
 		ioctl(p->fd, REGCACHE_IOC_UNWATCH_ALL);
-	munmap((void *)p->status, p->status_size);
-	close(p->fd);
+		munmap((void *)p->status, p->status_size);
+		close(p->fd);
+	} else {
+		/*
+		 * The status page was not inherited (VM_DONTCOPY): whatever
+		 * the child has mapped at that address since is its own, maybe
+		 * the status page of a cache it made.  The module refuses the
+		 * parent's fd here (-EIO); close the child's copy only if the
+		 * number still names it.
+		 */
+		if (kmod_fd_inherited(p))
+			close(p->fd);
+	}
 	free(p->slot_entry);
 	free(p);
 	cache->mon_priv = NULL;
@@ -165,6 +196,12 @@ static void kmod_unsubscribe(struct regcache *cache, struct regcache_entry *e)
 		p->slot_entry[e->slot] = NULL;
 }
 
+/*
+ * The status page is mapped VM_DONTCOPY by the module: a child made by
+ * fork or by a raw clone has nothing at that address.  Every caller of
+ * ->valid and ->sync checks rc_forked() first, which sees both kinds of
+ * child (regcache_int.h), so a child never gets here.
+ */
 static bool kmod_valid(const struct regcache *cache, const struct regcache_entry *e)
 {
 	const struct kmod_priv *p = cache->mon_priv;

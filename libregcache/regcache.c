@@ -30,18 +30,88 @@
 
 #define RC_GET_RETRIES	8
 
-_Atomic unsigned int rc_fork_gen;
 static _Atomic uint64_t rc_next_cache_id = 1;
 static pthread_once_t rc_atfork_once = PTHREAD_ONCE_INIT;
 
+/*
+ * Fork detection.  The reader of the status page (kmod), the monitor
+ * thread (uffd) and the registrations all belong to the process that made
+ * the cache; a child gets -ESTALE from every call on such a cache.  A
+ * pthread_atfork handler alone misses children made by a raw clone
+ * syscall (no handler runs there): such a child reading the status page,
+ * which the module maps VM_DONTCOPY, would take SIGSEGV.  So the process
+ * generation lives on a private anonymous page marked MADV_WIPEONFORK,
+ * which the kernel gives every child as a zero page however it was
+ * created (only CLONE_VM children share it, and they share the caches'
+ * memory too).  getpid() would also see a raw clone, but since glibc 2.25
+ * it is a system call on every hit, and a pid cached in memory is copied
+ * with the rest.  Where MADV_WIPEONFORK is missing (before Linux 4.14) the
+ * word lives in ordinary memory, the atfork handler clears it, and raw
+ * clones go unnoticed (logged once).  The generation is set under
+ * rc_proc->lock (on the same page, so a child never inherits it locked)
+ * by the first regcache_create of each process; rc_proc_last_gen is in
+ * ordinary memory, so a child's generation always differs from its
+ * parent's.
+ */
+struct rc_proc {
+	_Atomic uint64_t gen;
+	pthread_mutex_t lock;
+};
+static struct rc_proc *rc_proc;
+static struct rc_proc rc_proc_fallback = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+};
+static uint64_t rc_proc_last_gen;
+
 static void rc_atfork_child(void)
 {
-	atomic_fetch_add(&rc_fork_gen, 1);
+	/* Needed only for the fallback; on the wiped page it is 0 already. */
+	atomic_store(&rc_proc->gen, 0);
+	pthread_mutex_init(&rc_proc->lock, NULL);
 }
 
 static void rc_atfork_setup(void)
 {
+	long psz = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	p = mmap(NULL, (size_t)psz, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p != MAP_FAILED && madvise(p, (size_t)psz, MADV_WIPEONFORK)) {
+		rc_log("MADV_WIPEONFORK: %s; a child made by a raw clone is not detected",
+		       strerror(errno));
+		munmap(p, (size_t)psz);
+		p = MAP_FAILED;
+	}
+	if (p != MAP_FAILED) {
+		rc_proc = p;
+		pthread_mutex_init(&rc_proc->lock, NULL);
+	} else {
+		rc_proc = &rc_proc_fallback;
+	}
 	pthread_atfork(NULL, NULL, rc_atfork_child);
+}
+
+/* This process's generation; the first call in a process sets it. */
+static uint64_t rc_proc_enter(void)
+{
+	uint64_t g = atomic_load_explicit(&rc_proc->gen, memory_order_acquire);
+
+	if (g)
+		return g;
+	pthread_mutex_lock(&rc_proc->lock);
+	g = atomic_load(&rc_proc->gen);
+	if (!g) {
+		/*
+		 * New process, no cache of it exists yet: reader records
+		 * copied from the parent name only the parent's locks.
+		 */
+		rc_brlock_forget_parent();
+		g = ++rc_proc_last_gen;
+		atomic_store_explicit(&rc_proc->gen, g, memory_order_release);
+	}
+	pthread_mutex_unlock(&rc_proc->lock);
+	return g;
 }
 
 /* The last entry this thread hit, valid while tree_seq is unchanged. */
@@ -1434,7 +1504,8 @@ int regcache_create(const struct regcache_attr *attr, struct regcache **cachep)
 	cache->dereg = attr->dereg;
 	cache->user = attr->user;
 	cache->flags = attr->flags;
-	cache->fork_gen = atomic_load(&rc_fork_gen);
+	cache->proc_gen = &rc_proc->gen;
+	cache->fork_gen = rc_proc_enter();
 	cache->max_entries = env.max_entries_set ? env.max_entries :
 			     attr->max_entries ? attr->max_entries :
 			     RC_DEFAULT_MAX_ENTRIES;

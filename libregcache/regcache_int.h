@@ -112,7 +112,9 @@ struct regcache {
 	size_t max_entries, max_bytes, merge_max;
 	uint32_t flags;
 	bool print_stats;
-	unsigned int fork_gen;		/* rc_fork_gen at create */
+	/* fork detection: *proc_gen == fork_gen in the creating process */
+	const _Atomic uint64_t *proc_gen;
+	uint64_t fork_gen;
 
 	const struct rc_monitor_ops *mon;
 	void *mon_priv;
@@ -124,12 +126,17 @@ struct regcache {
 	_Atomic uint64_t reg_retries, exact, uffd_foreign, uffd_shared;
 };
 
-/* Bumped in the child by pthread_atfork: a cache from before is stale. */
-extern _Atomic unsigned int rc_fork_gen;
-
+/*
+ * Is this cache from another process?  *proc_gen is the generation of the
+ * process, a word on a MADV_WIPEONFORK page: any child that does not share
+ * the address space (fork, vfork-less clone, a raw clone syscall that runs
+ * no pthread_atfork handler) reads 0 there, and the child's first
+ * regcache_create sets a new non-zero value.  One load from a line that is
+ * written once per process, next to the cache fields the hit path reads.
+ */
 static inline bool rc_forked(const struct regcache *cache)
 {
-	return atomic_load_explicit(&rc_fork_gen, memory_order_relaxed) !=
+	return atomic_load_explicit(cache->proc_gen, memory_order_relaxed) !=
 	       cache->fork_gen;
 }
 

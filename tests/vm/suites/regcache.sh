@@ -3,6 +3,7 @@
 # regcache: libregcache in the guest.  With regcache.ko loaded: the unit
 # tests and the monitor battery with the kmod monitor (a kmod miss is a
 # failure), the battery again with uffd for the scenario x monitor table,
+# fork/raw clone/thread-exit/membarrier tests with both monitors,
 # the end-to-end verbs test on rxe (an RDMA WRITE through a cached key
 # must land in the new memory after munmap/mmap and brk reuse), what a
 # miss registers and pins (growth, RLIMIT_MEMLOCK, churn), and the
@@ -25,6 +26,10 @@ rc_run "battery kmod" env RC_TEST_MONITOR=kmod \
 	RC_BATTERY_OUT="$R/battery.txt" "$T/test_regcache_monitor"
 rc_run "battery uffd" env RC_TEST_MONITOR=uffd \
 	RC_BATTERY_OUT="$R/battery.txt" "$T/test_regcache_monitor"
+# fork, raw clone, thread exit, failing membarrier: kmod is the monitor
+# whose status page a child does not have.
+rc_run "fork kmod" env RC_TEST_MONITOR=kmod timeout 300 "$T/test_regcache_fork"
+rc_run "fork uffd" env RC_TEST_MONITOR=uffd timeout 300 "$T/test_regcache_fork"
 rc_run "verbs e2e" env RXE_DEV="$RXE_DEV" RXE_GID_INDEX="$RXE_GID_INDEX" \
 	timeout 300 "$T/test_regcache_verbs"
 # What a miss registers: growth inside the VMA (PROCMAP_QUERY on 7.3, the

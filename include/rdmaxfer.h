@@ -52,6 +52,15 @@ enum rdmaxfer_progress_mode {
 
 /* struct rdmaxfer_agent_attr.flags */
 #define RDMAXFER_AGENT_NO_ENV	(1U << 0)	/* ignore RDMAXFER_* variables */
+/*
+ * Keep remote-access registrations cached after their last
+ * rdmaxfer_mem_deregister() (as UCX and libfabric do): a later register of
+ * the same range is a hit, and an rkey handed out earlier keeps working
+ * until the cache evicts or invalidates the registration.  Off by default:
+ * then an rkey dies with the last handle of its range.  Also set by
+ * RDMAXFER_CACHE_RKEYS=1 unless RDMAXFER_AGENT_NO_ENV.  See rdmaxfer(7).
+ */
+#define RDMAXFER_AGENT_CACHE_RKEYS (1U << 1)
 
 /*
  * Agent attributes.  Initialise with rdmaxfer_agent_attr_init(), then set
@@ -120,7 +129,11 @@ struct rdmaxfer_agent_info {
 	uint32_t stripe_threshold;
 	enum rdmaxfer_progress_mode progress;
 	const char *cache_monitor;	/* "kmod", "uffd" or "none" */
-	uint64_t reserved[4];
+	/* RDMAXFER_AGENT_* in effect, variables applied (so
+	 * RDMAXFER_AGENT_CACHE_RKEYS says how remote keys live) */
+	uint32_t flags;
+	uint32_t reserved32;
+	uint64_t reserved[3];
 };
 int rdmaxfer_agent_query(struct rdmaxfer_agent *agent,
 			 struct rdmaxfer_agent_info *info);
@@ -239,23 +252,48 @@ struct rdmaxfer_iov {
 	size_t len;
 };
 
+/* Access a peer is granted (rdmaxfer_mem_register_access()), as
+ * fi_mr_regattr's access: local access is always implied. */
+#define RDMAXFER_ACCESS_REMOTE_READ	(1U << 0)
+#define RDMAXFER_ACCESS_REMOTE_WRITE	(1U << 1)
+#define RDMAXFER_ACCESS_REMOTE_ATOMIC	(1U << 2)
+#define RDMAXFER_ACCESS_REMOTE		(RDMAXFER_ACCESS_REMOTE_READ | \
+					 RDMAXFER_ACCESS_REMOTE_WRITE | \
+					 RDMAXFER_ACCESS_REMOTE_ATOMIC)
+
 /*
- * Register [addr, addr + len) for local and remote access (local write,
- * remote read, write and atomic) through the agent's registration cache.
- * Registering the same or an overlapping range again is a cache hit.
- * Errors: -EINVAL (NULL addr, len 0), -EOPNOTSUPP (kind other than HOST),
- * registration errors (-ENOMEM, -EFAULT, ...).
+ * Register [addr, addr + len) through the agent's registration cache,
+ * granting peers 'access' (RDMAXFER_ACCESS_*) on exactly these bytes.
+ * Remote-access memory gets a registration of its own covering exactly
+ * the range and rights named (shared only with handles of the identical
+ * range and access); its rkey stops working at the last
+ * rdmaxfer_mem_deregister() of that range, unless the agent caches rkeys
+ * (RDMAXFER_AGENT_CACHE_RKEYS).  access 0 registers local-only memory
+ * (the buffers of this side's own requests): cached and merged like
+ * transfer buffers, and rdmaxfer_mem_desc() on it fails with -EACCES.
+ * Errors: -EINVAL (NULL addr, len 0, unknown access bits), -EOPNOTSUPP
+ * (kind other than HOST), registration errors (-ENOMEM, -EFAULT, ...).
+ * (LIBRDMAXFER_1.1)
  */
+int rdmaxfer_mem_register_access(struct rdmaxfer_agent *agent, void *addr,
+				 size_t len, enum rdmaxfer_mem_kind kind,
+				 uint32_t access, struct rdmaxfer_mem **memp);
+
+/* rdmaxfer_mem_register_access(..., RDMAXFER_ACCESS_REMOTE, memp): remote
+ * read, write and atomic on exactly [addr, addr + len). */
 int rdmaxfer_mem_register(struct rdmaxfer_agent *agent, void *addr,
 			  size_t len, enum rdmaxfer_mem_kind kind,
 			  struct rdmaxfer_mem **memp);
 
-/* Drop the handle (the cache keeps the registration for later hits). */
+/* Drop the handle.  The last handle of a remote-access range takes its
+ * rkey with it (unless the agent caches rkeys); local-only registrations
+ * stay cached for later hits. */
 int rdmaxfer_mem_deregister(struct rdmaxfer_mem *mem);
 
 /*
  * Export [offset, offset + len) of a registered region as a remote
- * descriptor (len 0: to the end).  -ERANGE when outside the region.
+ * descriptor (len 0: to the end).  -ERANGE when outside the region,
+ * -EACCES for local-only memory (registered with access 0).
  */
 int rdmaxfer_mem_desc(const struct rdmaxfer_mem *mem, size_t offset,
 		      size_t len, struct rdmaxfer_desc *desc);

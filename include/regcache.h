@@ -102,6 +102,30 @@ void regcache_destroy(struct regcache *cache);
 int regcache_get(struct regcache *cache, void *addr, size_t len,
 		 uint32_t access, struct regcache_entry **entryp);
 
+/* regcache_get_flags() flags */
+/*
+ * The entry covers exactly the bytes [addr, addr + len) with exactly
+ * 'access': reg is called with that range, not rounded to pages.  It
+ * serves only a later exact get of the identical range, access and
+ * REGCACHE_GET_NOKEEP flag; it is never merged, grown or used to serve
+ * any other get, and ordinary gets never take it into a union.  For
+ * memory a peer may reach: the registration (an rkey) grants nothing
+ * beyond what the caller named.
+ */
+#define REGCACHE_GET_EXACT	(1U << 0)
+/* With REGCACHE_GET_EXACT only: deregister at the last put instead of
+ * keeping the registration for later hits. */
+#define REGCACHE_GET_NOKEEP	(1U << 1)
+
+/*
+ * regcache_get() with flags (REGCACHE_GET_*; 0 is regcache_get()).
+ * -EINVAL also for unknown flags and NOKEEP without EXACT.
+ * (LIBREGCACHE_1.2)
+ */
+int regcache_get_flags(struct regcache *cache, void *addr, size_t len,
+		       uint32_t access, unsigned int flags,
+		       struct regcache_entry **entryp);
+
 /* Drop a reference.  -EINVAL for an entry this cache does not hold. */
 int regcache_put(struct regcache *cache, struct regcache_entry *entry);
 
@@ -123,7 +147,8 @@ int regcache_process_events(struct regcache *cache);
 /* The monitor in use: "kmod", "uffd" or "none". */
 const char *regcache_monitor_name(const struct regcache *cache);
 
-/* Entry accessors. */
+/* Entry accessors.  addr/len: the range registered (for exact entries
+ * the exact bytes asked for, else whole pages). */
 void *regcache_entry_handle(const struct regcache_entry *entry);
 void *regcache_entry_addr(const struct regcache_entry *entry);
 size_t regcache_entry_len(const struct regcache_entry *entry);

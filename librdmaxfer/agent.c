@@ -426,6 +426,10 @@ static void env_attr(struct rdmaxfer_agent_attr *a)
 	s = getenv("RDMAXFER_QPS");
 	if (!a->qps_per_peer && s && *s)
 		a->qps_per_peer = (uint32_t)atoi(s);
+	/* only ever turns the opt-in on: the safe default needs no variable */
+	s = getenv("RDMAXFER_CACHE_RKEYS");
+	if (s && !strcmp(s, "1"))
+		a->flags |= RDMAXFER_AGENT_CACHE_RKEYS;
 }
 
 RX_EXPORT
@@ -552,6 +556,7 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 	agent->info.max_inline = agent->attr.max_inline;
 	agent->info.progress = agent->attr.progress;
 	agent->info.cache_monitor = regcache_monitor_name(agent->cache);
+	agent->info.flags = agent->attr.flags;
 	/* attr strings belong to the caller */
 	agent->attr.device = agent->info.device;
 	agent->attr.name = agent->info.name;

@@ -25,9 +25,12 @@
 #define RX_MAX_QPS		16
 #define RX_HELLO_MAGIC		0x48584452U	/* "RDXH" */
 #define RX_PROTO_VERSION	1
-/* every registration asks for everything, so one entry serves all uses */
-#define RX_ACCESS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
-			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+/*
+ * Local buffers of requests and atomic result words: local access only,
+ * so the cache may merge and grow them freely (their lkey never leaves
+ * this process).  Remote rights are granted per registration (mem.c).
+ */
+#define RX_LOCAL_ACCESS	IBV_ACCESS_LOCAL_WRITE
 /* one scatter entry is 32 bits long; keep pieces well under it */
 #define RX_MAX_PIECE		(1U << 30)
 
@@ -216,6 +219,7 @@ struct rdmaxfer_mem {
 	size_t len;
 	enum rdmaxfer_mem_kind kind;
 	uint32_t rkey;
+	uint32_t access;		/* RDMAXFER_ACCESS_*; 0: local only */
 };
 
 struct rx_notif_q {
@@ -308,6 +312,7 @@ static inline void rx_ring_deferred(struct rdmaxfer_agent *agent)
 /* mem.c */
 void rx_mem_release(struct rdmaxfer_mem *mem);
 int rx_cache_get(struct regcache *cache, void *addr, size_t len,
+		 uint32_t access, unsigned int flags,
 		 struct regcache_entry **entryp);
 
 /* notif.c */

@@ -7,6 +7,28 @@
  * (address, length, rkey, kind) so they can be sent to peers as they are.
  * Memory kinds other than HOST are part of the ABI already but are refused
  * until their registration paths exist.
+ *
+ * Security property: who can touch which memory through which key.
+ * - An lkey (request buffers, atomic result words, local-only handles)
+ *   carries IBV_ACCESS_LOCAL_WRITE only.  The cache may merge and grow
+ *   these registrations over neighbouring memory and keep them after the
+ *   last put: only this process posts with an lkey, and only for buffers
+ *   it names itself, so the extra coverage grants nobody anything.
+ * - An rkey is only ever the key of an exact cache entry
+ *   (REGCACHE_GET_EXACT): one registration of exactly [addr, addr + len)
+ *   with exactly the remote rights granted (+ LOCAL_WRITE, which verbs
+ *   require for remote write and atomic).  It is never merged, grown, or
+ *   handed to a registration of another range or access, so a peer holding
+ *   it reaches those bytes with those rights and nothing else.  The same
+ *   range registered twice with the same rights shares one rkey.
+ * - Default: the entry is REGCACHE_GET_NOKEEP, so the MR is deregistered
+ *   at the last rdmaxfer_mem_deregister() of that range and the rkey stops
+ *   working at once (memory freed and reused is not writable by a peer).
+ * - RDMAXFER_AGENT_CACHE_RKEYS (or RDMAXFER_CACHE_RKEYS=1): the entry is
+ *   kept, so the rkey stays valid after the last deregister until the
+ *   cache evicts it or the monitor invalidates it (munmap, remap): an
+ *   application that opts in promises not to reuse exported memory for
+ *   anything a former peer must not see.  Still only the exact bytes.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -36,13 +58,14 @@ static int check_kind(enum rdmaxfer_mem_kind kind)
  * fault, which userfaultfd does not intercept; then retry.
  */
 int rx_cache_get(struct regcache *cache, void *addr, size_t len,
+		 uint32_t access, unsigned int flags,
 		 struct regcache_entry **entryp)
 {
 	const volatile uint8_t *p;
 	uintptr_t page = 4096, a, end;
 	int ret;
 
-	ret = regcache_get(cache, addr, len, RX_ACCESS, entryp);
+	ret = regcache_get_flags(cache, addr, len, access, flags, entryp);
 	if (ret != -EFAULT)
 		return ret;
 	end = (uintptr_t)addr + len;
@@ -51,19 +74,36 @@ int rx_cache_get(struct regcache *cache, void *addr, size_t len,
 					       (uintptr_t)addr : a);
 		(void)*p;
 	}
-	return regcache_get(cache, addr, len, RX_ACCESS, entryp);
+	return regcache_get_flags(cache, addr, len, access, flags, entryp);
+}
+
+/* RDMAXFER_ACCESS_* -> IBV_ACCESS_*: remote write and atomic need local
+ * write (verbs refuses them otherwise); local write is always given. */
+static uint32_t ibv_access(uint32_t access)
+{
+	uint32_t a = IBV_ACCESS_LOCAL_WRITE;
+
+	if (access & RDMAXFER_ACCESS_REMOTE_READ)
+		a |= IBV_ACCESS_REMOTE_READ;
+	if (access & RDMAXFER_ACCESS_REMOTE_WRITE)
+		a |= IBV_ACCESS_REMOTE_WRITE;
+	if (access & RDMAXFER_ACCESS_REMOTE_ATOMIC)
+		a |= IBV_ACCESS_REMOTE_ATOMIC;
+	return a;
 }
 
 RX_EXPORT
-int rdmaxfer_mem_register(struct rdmaxfer_agent *agent, void *addr,
-			  size_t len, enum rdmaxfer_mem_kind kind,
-			  struct rdmaxfer_mem **memp)
+int rdmaxfer_mem_register_access(struct rdmaxfer_agent *agent, void *addr,
+				 size_t len, enum rdmaxfer_mem_kind kind,
+				 uint32_t access, struct rdmaxfer_mem **memp)
 {
 	struct rdmaxfer_mem *mem;
 	struct ibv_mr *mr;
+	unsigned int flags = 0;
 	int ret;
 
-	if (!agent || !addr || !len || !memp)
+	if (!agent || !addr || !len || !memp ||
+	    (access & ~RDMAXFER_ACCESS_REMOTE))
 		return -EINVAL;
 	ret = check_kind(kind);
 	if (ret)
@@ -71,7 +111,13 @@ int rdmaxfer_mem_register(struct rdmaxfer_agent *agent, void *addr,
 	mem = calloc(1, sizeof(*mem));
 	if (!mem)
 		return -ENOMEM;
-	ret = rx_cache_get(agent->cache, addr, len, &mem->entry);
+	if (access) {
+		flags = REGCACHE_GET_EXACT;
+		if (!(agent->attr.flags & RDMAXFER_AGENT_CACHE_RKEYS))
+			flags |= REGCACHE_GET_NOKEEP;
+	}
+	ret = rx_cache_get(agent->cache, addr, len, ibv_access(access), flags,
+			   &mem->entry);
 	if (ret) {
 		free(mem);
 		return ret;
@@ -81,12 +127,22 @@ int rdmaxfer_mem_register(struct rdmaxfer_agent *agent, void *addr,
 	mem->addr = addr;
 	mem->len = len;
 	mem->kind = kind;
-	mem->rkey = mr->rkey;
+	mem->access = access;
+	mem->rkey = access ? mr->rkey : 0;
 	pthread_mutex_lock(&agent->lock);
 	rx_list_add_tail(&agent->mems, &mem->node);
 	pthread_mutex_unlock(&agent->lock);
 	*memp = mem;
 	return 0;
+}
+
+RX_EXPORT
+int rdmaxfer_mem_register(struct rdmaxfer_agent *agent, void *addr,
+			  size_t len, enum rdmaxfer_mem_kind kind,
+			  struct rdmaxfer_mem **memp)
+{
+	return rdmaxfer_mem_register_access(agent, addr, len, kind,
+					    RDMAXFER_ACCESS_REMOTE, memp);
 }
 
 void rx_mem_release(struct rdmaxfer_mem *mem)
@@ -135,6 +191,8 @@ int rdmaxfer_mem_desc(const struct rdmaxfer_mem *mem, size_t offset,
 
 	if (!mem || !desc)
 		return -EINVAL;
+	if (!mem->access)
+		return -EACCES;		/* local only: nothing to export */
 	ret = sub_range((uintptr_t)mem->addr, mem->len, offset, len, &a, &l);
 	if (ret)
 		return ret;

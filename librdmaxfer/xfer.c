@@ -635,7 +635,7 @@ static int req_take_regs(struct rdmaxfer_req *req)
 		struct regcache_entry *e;
 
 		ret = rx_cache_get(cache, req->local[i].addr,
-				   req->local[i].len, &e);
+				   req->local[i].len, RX_LOCAL_ACCESS, 0, &e);
 		if (ret)
 			return ret;
 		if (req->ents[i]) {

@@ -474,6 +474,7 @@ static void uffd_unsubscribe(struct regcache *cache, struct regcache_entry *e)
 	unsigned int i;
 
 	rc_itree_visit(&cache->tree, s, t, uffd_gap_fn, &g);
+	rc_itree_visit(&cache->xtree, s, t, uffd_gap_fn, &g);
 	for (l = cache->pending.next; l != &cache->pending; l = l->next) {
 		const struct regcache_entry *pe = rc_list_entry(l, link);
 

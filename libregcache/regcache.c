@@ -193,8 +193,11 @@ static struct regcache_entry *rc_entry_alloc(struct regcache *cache, bool locked
 	atomic_store(&e->accessed, 0);
 	atomic_store(&e->stale, 0);
 	e->in_tree = e->cached = e->dead = e->subscribed = false;
+	e->exact = e->nokeep = false;
 	e->access = 0;
 	e->handle = NULL;
+	e->xaddr = 0;
+	e->xlen = 0;
 	e->cache = cache;
 	rc_list_init(&e->lru);
 	e->slot = 0;
@@ -320,12 +323,15 @@ static void rc_entry_unref(struct regcache_entry *e, uint64_t bias,
 static void rc_remove_locked(struct regcache *cache, struct regcache_entry *e,
 			     struct rc_list *release)
 {
-	rc_itree_remove(&cache->tree, &e->node);
+	rc_itree_remove(rc_entry_tree(cache, e), &e->node);
 	rc_list_del(&e->lru);
 	cache->entries--;
 	cache->bytes -= e->node.end - e->node.start;
 	e->in_tree = false;
-	atomic_fetch_add_explicit(&cache->tree_seq, 1, memory_order_release);
+	/* exact entries are never a hint: their churn leaves hints alone */
+	if (!e->exact)
+		atomic_fetch_add_explicit(&cache->tree_seq, 1,
+					  memory_order_release);
 	if (e->subscribed) {
 		cache->mon->unsubscribe(cache, e);
 		e->subscribed = false;
@@ -336,12 +342,14 @@ static void rc_remove_locked(struct regcache *cache, struct regcache_entry *e,
 static void rc_insert_locked(struct regcache *cache, struct regcache_entry *e)
 {
 	atomic_fetch_add(&e->refs, RC_REF_TREE);
-	rc_itree_insert(&cache->tree, &e->node);
+	rc_itree_insert(rc_entry_tree(cache, e), &e->node);
 	rc_list_add(&cache->lru, &e->lru);
 	cache->entries++;
 	cache->bytes += e->node.end - e->node.start;
 	e->in_tree = true;
-	atomic_fetch_add_explicit(&cache->tree_seq, 1, memory_order_release);
+	if (!e->exact)
+		atomic_fetch_add_explicit(&cache->tree_seq, 1,
+					  memory_order_release);
 }
 
 bool rc_evict_one(struct regcache *cache, struct rc_list *release)
@@ -417,6 +425,7 @@ int rc_invalidate_range(struct regcache *cache, uintptr_t start, uintptr_t end,
 	}
 	rc_list_init(&c.list);
 	rc_itree_visit(&cache->tree, start, end, rc_collect_fn, &c);
+	rc_itree_visit(&cache->xtree, start, end, rc_collect_fn, &c);
 	return rc_drop_collected(cache, &c, release);
 }
 
@@ -445,6 +454,7 @@ int rc_invalidate_stale(struct regcache *cache, struct rc_list *release)
 	}
 	rc_list_init(&c.list);
 	rc_itree_visit_all(&cache->tree, rc_collect_fn, &c);
+	rc_itree_visit_all(&cache->xtree, rc_collect_fn, &c);
 	return rc_drop_collected(cache, &c, release);
 }
 
@@ -872,8 +882,8 @@ static int rc_register_once(struct regcache *cache, struct regcache_entry *e)
 	uint64_t t0 = rc_now_ns();
 	int ret;
 
-	ret = cache->reg(cache->user, (void *)e->node.start,
-			 e->node.end - e->node.start, e->access, &e->handle);
+	ret = cache->reg(cache->user, regcache_entry_addr(e),
+			 regcache_entry_len(e), e->access, &e->handle);
 	atomic_fetch_add_explicit(&cache->reg_ns, rc_now_ns() - t0,
 				  memory_order_relaxed);
 	atomic_fetch_add_explicit(&cache->registrations, 1, memory_order_relaxed);
@@ -1195,6 +1205,259 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 	return rc_get_uncached(cache, start, end, access, entryp);
 }
 
+/* ---------------------------------------------------------------- exact */
+
+/*
+ * Exact entries (REGCACHE_GET_EXACT), for memory a remote peer may reach.
+ *
+ * Security property.  An ordinary entry may be a merged union or grown
+ * geometrically into neighbouring memory, with the union of the access
+ * bits of what it took in, and it stays registered after its last put:
+ * its key reaches memory nobody named, for as long as the cache keeps it.
+ * That is fine for a local key, which only this process can use, and not
+ * for a key handed to a peer.  An exact entry is registered with the very
+ * bytes and access its caller named and lives in an index of its own
+ * (cache->xtree) that the hit path, merging and growth never consult: it
+ * serves nothing but a later exact get of the identical range, access and
+ * NOKEEP flag, so its key reaches exactly what every holder named.
+ * Invalidation (the monitor's events, munmap) drops it as any other entry.
+ * With REGCACHE_GET_NOKEEP it is deregistered when the last holder puts
+ * it, so the key dies with the last handle; without, it is kept until
+ * evicted or invalidated and the key outlives the handles (UCX/libfabric
+ * behaviour, the caller's explicit choice).
+ */
+
+struct rc_xfind {
+	const struct regcache *cache;
+	uintptr_t addr;
+	size_t len;
+	uint32_t access;
+	bool nokeep;
+	struct regcache_entry *found;
+	bool saw_stale;
+};
+
+static int rc_xfind_fn(struct rc_itree_node *n, void *arg)
+{
+	struct rc_xfind *f = arg;
+	struct regcache_entry *e = rc_node_entry(n);
+
+	if (e->xaddr != f->addr || e->xlen != f->len ||
+	    e->access != f->access || e->nokeep != f->nokeep)
+		return 0;
+	if (!f->cache->mon->valid(f->cache, e)) {
+		f->saw_stale = true;
+		return 0;
+	}
+	f->found = e;
+	return 1;
+}
+
+/* Read or write lock held. */
+static struct regcache_entry *rc_xlookup(struct regcache *cache,
+					 struct rc_xfind *f)
+{
+	uintptr_t start = f->addr & ~(rc_page_size - 1);
+
+	f->found = NULL;
+	f->saw_stale = false;
+	/* identical ranges share their first page */
+	rc_itree_visit(&cache->xtree, start, start + 1, rc_xfind_fn, f);
+	return f->found;
+}
+
+static void rc_exact_init(struct regcache_entry *e, const struct rc_xfind *f)
+{
+	e->exact = true;
+	e->nokeep = f->nokeep;
+	e->xaddr = f->addr;
+	e->xlen = f->len;
+	e->access = f->access;
+	e->node.start = f->addr & ~(rc_page_size - 1);
+	e->node.end = (f->addr + f->len + rc_page_size - 1) &
+		      ~(rc_page_size - 1);
+}
+
+/* An exact registration not kept: for this holder alone, gone at its put. */
+static int rc_get_exact_uncached(struct regcache *cache,
+				 const struct rc_xfind *f,
+				 struct regcache_entry **entryp)
+{
+	struct regcache_entry *e;
+	int ret;
+
+	e = rc_entry_alloc(cache, false);
+	if (!e)
+		return -ENOMEM;
+	rc_exact_init(e, f);
+	ret = rc_register(cache, e);
+	if (ret) {
+		rc_entry_free(cache, e);
+		return ret;
+	}
+	atomic_fetch_add_explicit(&cache->exact, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&cache->uncached, 1, memory_order_relaxed);
+	*entryp = e;
+	return 0;
+}
+
+static int rc_get_exact_slow(struct regcache *cache, struct rc_xfind *f,
+			     struct regcache_entry **entryp)
+{
+	struct rc_list release;
+	struct regcache_entry *e;
+	unsigned int tries;
+	size_t len;
+	int ret;
+
+	rc_list_init(&release);
+	for (tries = 0; tries < RC_GET_RETRIES; tries++) {
+		rc_brlock_write_lock(&cache->lock);
+		e = rc_xlookup(cache, f);
+		if (f->saw_stale) {
+			struct rc_collect c = { .cache = cache, .only_stale = true };
+			uintptr_t s = f->addr & ~(rc_page_size - 1);
+
+			rc_list_init(&c.list);
+			rc_itree_visit(&cache->xtree, s, s + 1, rc_collect_fn, &c);
+			rc_drop_collected(cache, &c, &release);
+		}
+		if (e) {
+			rc_hit(e);
+			rc_brlock_write_unlock(&cache->lock);
+			rc_release_list(cache, &release);
+			*entryp = e;
+			return 0;
+		}
+		if (tries == 0)
+			atomic_fetch_add_explicit(&cache->misses, 1,
+						  memory_order_relaxed);
+		e = rc_entry_alloc(cache, true);
+		if (!e) {
+			rc_brlock_write_unlock(&cache->lock);
+			rc_release_list(cache, &release);
+			return -ENOMEM;
+		}
+		rc_exact_init(e, f);
+		/* cannot watch it: register it all the same, uncached */
+		e->cached = !rc_subscribe_locked(cache, e, &release);
+		rc_list_add_tail(&cache->pending, &e->link);
+		rc_brlock_write_unlock(&cache->lock);
+		rc_release_list(cache, &release);
+
+		ret = rc_register(cache, e);
+
+		rc_brlock_write_lock(&cache->lock);
+		rc_list_del(&e->link);
+		if (!ret && (atomic_load(&e->stale) ||
+			     (e->subscribed && !cache->mon->valid(cache, e)))) {
+			/* the memory changed while we registered it: again */
+			ret = -EAGAIN;
+			if (e->subscribed) {
+				cache->mon->unsubscribe(cache, e);
+				e->subscribed = false;
+			}
+			rc_brlock_write_unlock(&cache->lock);
+			rc_release_list(cache, &release);
+			rc_deregister_now(cache, e);
+			rc_entry_free(cache, e);
+			continue;
+		}
+		if (ret) {
+			if (e->subscribed) {
+				cache->mon->unsubscribe(cache, e);
+				e->subscribed = false;
+			}
+			rc_brlock_write_unlock(&cache->lock);
+			rc_release_list(cache, &release);
+			rc_entry_free(cache, e);
+			return ret;
+		}
+		atomic_fetch_add_explicit(&cache->exact, 1, memory_order_relaxed);
+		len = e->node.end - e->node.start;
+		if (e->cached) {
+			while (cache->entries + 1 > cache->max_entries ||
+			       cache->bytes + len > cache->max_bytes)
+				if (!rc_evict_one(cache, &release))
+					break;
+			if (cache->entries + 1 > cache->max_entries ||
+			    cache->bytes + len > cache->max_bytes) {
+				cache->mon->unsubscribe(cache, e);
+				e->subscribed = false;
+				e->cached = false;
+			} else {
+				rc_insert_locked(cache, e);
+			}
+		}
+		rc_brlock_write_unlock(&cache->lock);
+		rc_release_list(cache, &release);
+		if (!e->cached)
+			atomic_fetch_add_explicit(&cache->uncached, 1,
+						  memory_order_relaxed);
+		*entryp = e;
+		return 0;
+	}
+	/*
+	 * The memory kept changing under every try: register it uncached,
+	 * as a plain registration racing the same munmap would be.  Never
+	 * indexed, so no later get is handed it; gone at its put.
+	 */
+	return rc_get_exact_uncached(cache, f, entryp);
+}
+
+/*
+ * The last holder of a NOKEEP entry let go; drop it unless a get took it
+ * again meanwhile (a hit needs the read side, so the write lock settles
+ * the race: whoever puts last finds refs at the index's alone).
+ */
+static void rc_put_nokeep(struct regcache *cache, struct regcache_entry *e)
+{
+	struct rc_list release;
+
+	rc_list_init(&release);
+	rc_brlock_write_lock(&cache->lock);
+	if (__atomic_load_n(&e->magic, __ATOMIC_ACQUIRE) == RC_MAGIC_LIVE &&
+	    e->nokeep && e->in_tree && atomic_load(&e->refs) == RC_REF_TREE)
+		rc_remove_locked(cache, e, &release);
+	rc_brlock_write_unlock(&cache->lock);
+	rc_release_list(cache, &release);
+}
+
+/* Exact get: everything the fast path of regcache_get() does not need. */
+static int rc_get_exact(struct regcache *cache, uintptr_t a, size_t len,
+			uint32_t access, unsigned int flags,
+			struct regcache_entry **entryp)
+{
+	struct rc_xfind f = {
+		.cache = cache, .addr = a, .len = len, .access = access,
+		.nokeep = !!(flags & REGCACHE_GET_NOKEEP),
+	};
+	struct regcache_entry *e;
+	struct rc_reader *s;
+	size_t span;
+
+	span = ((a + len + rc_page_size - 1) & ~(rc_page_size - 1)) -
+	       (a & ~(rc_page_size - 1));
+	if (cache->mon->type == REGCACHE_MONITOR_NONE ||
+	    span > cache->max_bytes || !cache->max_entries) {
+		return rc_get_exact_uncached(cache, &f, entryp);
+	}
+	if (cache->mon->sync)
+		cache->mon->sync(cache);
+	rc_run_deferred(cache);
+
+	s = rc_brlock_read_lock(&cache->lock);
+	e = rc_xlookup(cache, &f);
+	if (e) {
+		rc_hit(e);
+		rc_brlock_read_unlock(&cache->lock, s);
+		*entryp = e;
+		return 0;
+	}
+	rc_brlock_read_unlock(&cache->lock, s);
+	return rc_get_exact_slow(cache, &f, entryp);
+}
+
 /* ------------------------------------------------------------------ API */
 
 int regcache_get(struct regcache *cache, void *addr, size_t len,
@@ -1232,10 +1495,30 @@ int regcache_get(struct regcache *cache, void *addr, size_t len,
 	return rc_get_slow(cache, start, end, access, entryp);
 }
 
+int regcache_get_flags(struct regcache *cache, void *addr, size_t len,
+		       uint32_t access, unsigned int flags,
+		       struct regcache_entry **entryp)
+{
+	uintptr_t a = (uintptr_t)addr;
+
+	if (!flags)
+		return regcache_get(cache, addr, len, access, entryp);
+	if ((flags & ~(REGCACHE_GET_EXACT | REGCACHE_GET_NOKEEP)) ||
+	    !(flags & REGCACHE_GET_EXACT))
+		return -EINVAL;
+	if (!cache || !entryp || !len || a + len < a ||
+	    a + len > UINTPTR_MAX - rc_page_size)
+		return -EINVAL;
+	if (rc_forked(cache))
+		return -ESTALE;
+	return rc_get_exact(cache, a, len, access, flags, entryp);
+}
+
 int regcache_put(struct regcache *cache, struct regcache_entry *entry)
 {
 	uint64_t v;
 	struct rc_reader *s;
+	bool nokeep;
 
 	if (!cache || !entry)
 		return -EINVAL;
@@ -1248,6 +1531,8 @@ int regcache_put(struct regcache *cache, struct regcache_entry *entry)
 		rc_brlock_read_unlock(&cache->lock, s);
 		return -EINVAL;
 	}
+	/* read while our reference keeps the slot ours */
+	nokeep = entry->nokeep;
 	v = atomic_load(&entry->refs);
 	do {
 		if (v < RC_REF_USER) {
@@ -1258,6 +1543,8 @@ int regcache_put(struct regcache *cache, struct regcache_entry *entry)
 	rc_brlock_read_unlock(&cache->lock, s);
 	if (v == RC_REF_USER)
 		rc_entry_release(cache, entry);
+	else if (nokeep && v == RC_REF_USER + RC_REF_TREE)
+		rc_put_nokeep(cache, entry);
 	rc_run_deferred(cache);
 	return 0;
 }
@@ -1276,6 +1563,7 @@ int regcache_flush(struct regcache *cache)
 	rc_list_init(&c.list);
 	rc_brlock_write_lock(&cache->lock);
 	rc_itree_visit_all(&cache->tree, rc_collect_fn, &c);
+	rc_itree_visit_all(&cache->xtree, rc_collect_fn, &c);
 	while (!rc_list_empty(&c.list)) {
 		struct regcache_entry *e = rc_list_entry(c.list.next, link);
 
@@ -1392,12 +1680,12 @@ void *regcache_entry_handle(const struct regcache_entry *entry)
 
 void *regcache_entry_addr(const struct regcache_entry *entry)
 {
-	return (void *)entry->node.start;
+	return (void *)(entry->exact ? entry->xaddr : entry->node.start);
 }
 
 size_t regcache_entry_len(const struct regcache_entry *entry)
 {
-	return entry->node.end - entry->node.start;
+	return entry->exact ? entry->xlen : entry->node.end - entry->node.start;
 }
 
 uint32_t regcache_entry_access(const struct regcache_entry *entry)

@@ -46,9 +46,16 @@ struct regcache_entry {
 	bool cached;			/* false: released at its last put */
 	bool dead;			/* invalidated while referenced */
 	bool subscribed;		/* the monitor watches it */
+	/* REGCACHE_GET_EXACT: in cache->xtree, registered as [xaddr,
+	 * xaddr + xlen) byte for byte; node is that range page-rounded, for
+	 * the monitor and invalidations only */
+	bool exact;
+	bool nokeep;			/* REGCACHE_GET_NOKEEP: drop at last put */
 	uint32_t magic;
 	uint32_t access;
 	void *handle;
+	uintptr_t xaddr;		/* exact entries: the registered bytes */
+	size_t xlen;
 	struct regcache *cache;
 	struct rc_list lru;		/* in_tree entries, CLOCK order */
 	struct rc_list link;		/* pending / release / free lists */
@@ -90,6 +97,12 @@ struct regcache {
 	uint64_t id;			/* for per-thread hints */
 	_Atomic uint64_t tree_seq;	/* bumped on every index change */
 	struct rc_itree tree;
+	/*
+	 * Exact entries (REGCACHE_GET_EXACT) live in a tree of their own: the
+	 * hit path, merging and growth of ordinary gets never see them, so
+	 * they can neither serve nor widen anything but their own range.
+	 */
+	struct rc_itree xtree;
 	struct rc_list lru;		/* head: most recently (re)considered */
 	struct rc_list pending;		/* being registered, not in the index yet */
 	size_t entries;			/* in the index */
@@ -138,6 +151,13 @@ static inline bool rc_forked(const struct regcache *cache)
 {
 	return atomic_load_explicit(cache->proc_gen, memory_order_relaxed) !=
 	       cache->fork_gen;
+}
+
+/* The index an entry lives in. */
+static inline struct rc_itree *rc_entry_tree(struct regcache *cache,
+					     const struct regcache_entry *e)
+{
+	return e->exact ? &cache->xtree : &cache->tree;
 }
 
 static inline struct regcache_entry *rc_node_entry(struct rc_itree_node *n)

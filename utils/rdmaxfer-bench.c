@@ -44,6 +44,8 @@
 
 #include <rdmaxfer.h>
 
+#include "bench_reg.h"
+
 #define BENCH_MAGIC		0x48434e42U	/* "BNCH" */
 #define DEF_PORT		18520
 #define MAX_SIZE		(1ULL << 30)	/* largest -s we accept */
@@ -60,12 +62,12 @@
 
 enum test {
 	T_WRITE_BW, T_READ_BW, T_WRITE_LAT, T_READ_LAT, T_FADD_LAT,
-	T_CSWAP_LAT, T_REG, T_NIXL, T_COUNT
+	T_CSWAP_LAT, T_REG, T_NIXL, T_REG_ACCESS, T_COUNT
 };
 
 static const char *const test_names[T_COUNT] = {
 	"write_bw", "read_bw", "write_lat", "read_lat", "fadd_lat",
-	"cswap_lat", "reg", "nixl",
+	"cswap_lat", "reg", "nixl", "reg_access",
 };
 
 /* control messages (notification values) */
@@ -441,6 +443,8 @@ static void agent_err(int err)
 	err_msg(what, err);
 }
 
+static uint32_t make_agent_flags;
+
 static int make_agent(enum regcache_monitor_type mon,
 		      struct rdmaxfer_agent **agentp)
 {
@@ -463,7 +467,19 @@ static int make_agent(enum regcache_monitor_type mon,
 	if (attr.sq_depth && attr.cq_depth < attr.sq_depth * o.qps + 256)
 		attr.cq_depth = attr.sq_depth * o.qps + 256;
 	attr.signal_interval = o.signal_interval;
+	attr.flags |= make_agent_flags;
 	return rdmaxfer_agent_create(&attr, agentp);
+}
+
+/* reg_access (bench_reg.c): an agent with extra RDMAXFER_AGENT_* flags */
+static int make_agent_with(uint32_t flags, struct rdmaxfer_agent **agentp)
+{
+	int ret;
+
+	make_agent_flags = flags;
+	ret = make_agent(REGCACHE_MONITOR_AUTO, agentp);
+	make_agent_flags = 0;
+	return ret;
 }
 
 static int send_ctl(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *peer,
@@ -541,7 +557,7 @@ static size_t plan_sizes(uint64_t *sizes, size_t max)
 		sizes[0] = o.size;
 		return 1;
 	}
-	if (o.test == T_REG) {
+	if (o.test == T_REG || o.test == T_REG_ACCESS) {
 		for (s = REG_A_MIN; s <= REG_A_MAX && n < max; s <<= 1)
 			sizes[n++] = s;
 		return n;
@@ -1146,6 +1162,21 @@ static double raw_reg_cost(struct raw_dev *r, void *buf, uint64_t len,
 	return med;
 }
 
+static int run_reg_access(void)
+{
+	struct bench_reg_cfg cfg = {
+		.batches = HIT_BATCHES,
+		.batch = o.iters > 0 ? (int)o.iters : HIT_BATCH,
+		.csv = o.csv,
+		.make_agent = make_agent_with,
+	};
+	uint64_t sizes[32];
+
+	cfg.sizes = sizes;
+	cfg.nsizes = plan_sizes(sizes, 32);
+	return bench_reg_access(&cfg);
+}
+
 static int run_reg(void)
 {
 	struct rdmaxfer_agent *agent = NULL;
@@ -1633,8 +1664,9 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: %s [options] TEST            (server)\n"
 "       %s [options] TEST SERVER     (client)\n"
-"       %s [options] reg             (local, no server)\n"
+"       %s [options] reg|reg_access  (local, no server)\n"
 "tests: write_bw read_bw write_lat read_lat fadd_lat cswap_lat reg nixl\n"
+"       reg_access\n"
 "  -s, --size SIZE        message size (K/M/G suffixes; default 65536 bw, 2 lat)\n"
 "  -a, --all              all powers of two (2 B .. 8 MiB; reg: 4 KiB .. 64 MiB)\n"
 "  -n, --iters N          iterations (default 5000 bw, 1000 lat, 100 reg, 10 nixl)\n"
@@ -1852,7 +1884,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!size_set)
-		o.size = o.test == T_REG ? 1 << 20 :
+		o.size = o.test == T_REG || o.test == T_REG_ACCESS ? 1 << 20 :
 			 is_lat(o.test) ? 2 : 65536;
 	if (is_atomic(o.test) && (size_set || o.all) && o.size != 8) {
 		fprintf(stderr, "%s: atomics move 8 bytes: -s/-a do not apply\n",
@@ -1875,6 +1907,8 @@ int main(int argc, char **argv)
 	}
 	if (o.test == T_REG)
 		ret = run_reg();
+	else if (o.test == T_REG_ACCESS)
+		ret = run_reg_access();
 	else if (o.server)
 		ret = run_client();
 	else

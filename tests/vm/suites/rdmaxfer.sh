@@ -9,14 +9,21 @@
 
 export RXE_ADDR RXE_GID_INDEX
 prog="$RC_BUILDDIR/tests/test_rdmaxfer"
+access="$RC_BUILDDIR/tests/test_rdmaxfer_access"
 
 rc_run "rdmaxfer (uffd monitor)" timeout 400 env REGCACHE_MONITOR=uffd "$prog"
+rc_run "rdmaxfer access (uffd monitor)" timeout 400 \
+	env REGCACHE_MONITOR=uffd "$access"
 
 if [ -f "$RC_KMOD" ] && insmod "$RC_KMOD"; then
 	i=0
 	while [ ! -c /dev/regcache ] && [ $i -lt 20 ]; do sleep 0.1; i=$((i + 1)); done
 	rc_run "rdmaxfer (kmod monitor)" timeout 400 env REGCACHE_MONITOR=kmod "$prog"
+	rc_run "rdmaxfer access (kmod monitor)" timeout 400 \
+		env REGCACHE_MONITOR=kmod "$access"
 	rmmod regcache
 else
 	rc_skip "rdmaxfer (kmod monitor)" "regcache.ko not loadable: $RC_KMOD"
+	rc_skip "rdmaxfer access (kmod monitor)" \
+		"regcache.ko not loadable: $RC_KMOD"
 fi

@@ -22,6 +22,8 @@ i=0
 while [ ! -c /dev/regcache ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 
 rc_run "unit kmod" env RC_TEST_MONITOR=kmod "$T/test_regcache"
+rc_run "exact kmod" env RC_TEST_MONITOR=kmod "$T/test_regcache_exact"
+rc_run "exact uffd" env RC_TEST_MONITOR=uffd "$T/test_regcache_exact"
 rc_run "battery kmod" env RC_TEST_MONITOR=kmod \
 	RC_BATTERY_OUT="$R/battery.txt" "$T/test_regcache_monitor"
 rc_run "battery uffd" env RC_TEST_MONITOR=uffd \

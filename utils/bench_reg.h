@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * bench_reg.h - rdmaxfer-bench's registration-access test ("reg_access"),
+ * in a file of its own (see bench_reg.c).
+ */
+#ifndef RDMAXFER_BENCH_REG_H
+#define RDMAXFER_BENCH_REG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdmaxfer.h>
+
+struct bench_reg_cfg {
+	const uint64_t *sizes;
+	size_t nsizes;
+	int batches;			/* timed batches per size and mode */
+	int batch;			/* register + deregister pairs per batch */
+	bool csv;
+	/* an agent with the benchmark's options and these extra flags */
+	int (*make_agent)(uint32_t flags, struct rdmaxfer_agent **agentp);
+};
+
+/* Print the register + deregister cost of one range, repeated, for local
+ * access, remote access (default) and remote access with cached rkeys.
+ * Returns 0 or -errno. */
+int bench_reg_access(const struct bench_reg_cfg *cfg);
+
+#endif /* RDMAXFER_BENCH_REG_H */

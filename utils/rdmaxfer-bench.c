@@ -1211,7 +1211,7 @@ static int run_reg(void)
 	}
 	json_open(&info);
 	if (!o.json && !o.csv)
-		printf("# reg: %s, cache monitor %s; raw: median of %ld per size; cache hit = rdmaxfer_mem_register + rdmaxfer_mem_deregister of a cached range, median of %d batches of %d\n",
+		printf("# reg: %s, cache monitor %s; raw: median of %ld per size; cache hit = rdmaxfer_mem_register_access (local-only, access 0) + rdmaxfer_mem_deregister of a cached range (remote-access memory: see reg_access), median of %d batches of %d\n",
 		       info.device, info.cache_monitor, iters, HIT_BATCHES,
 		       HIT_BATCH);
 	for (k = 0; k < n && !ret; k++) {
@@ -1241,8 +1241,8 @@ static int run_reg(void)
 		}
 		/* the first registration through the cache: a miss */
 		t0 = now_ns();
-		ret = rdmaxfer_mem_register(agent, buf, sz, RDMAXFER_MEM_HOST,
-					    &mem);
+		ret = rdmaxfer_mem_register_access(agent, buf, sz,
+						   RDMAXFER_MEM_HOST, 0, &mem);
 		miss = (double)(now_ns() - t0) / 1e3;
 		if (ret) {
 			err_msg("rdmaxfer_mem_register", ret);
@@ -1257,9 +1257,9 @@ static int run_reg(void)
 		for (b = 0; b < HIT_BATCHES && !ret; b++) {
 			t0 = now_ns();
 			for (i = 0; i < HIT_BATCH && !ret; i++) {
-				ret = rdmaxfer_mem_register(agent, buf, sz,
-							    RDMAXFER_MEM_HOST,
-							    &mem);
+				ret = rdmaxfer_mem_register_access(
+					agent, buf, sz, RDMAXFER_MEM_HOST, 0,
+					&mem);
 				if (!ret)
 					rdmaxfer_mem_deregister(mem);
 			}
@@ -1376,8 +1376,9 @@ static int nixl_xfer(struct client *c, const struct rdmaxfer_iov *iov,
 /*
  * One mode of the seed scenario.  Every iteration: register the K chunks,
  * prepare one WRITE request of K pairs, post it, wait, free it, deregister
- * the chunks.  Cache on: registration is rdmaxfer_mem_register/deregister
- * (misses on the first iteration, hits after).  Cache off: what a stack
+ * the chunks.  Cache on: registration is rdmaxfer_mem_register_access
+ * with access 0 (the initiator's chunks are local buffers) and
+ * rdmaxfer_mem_deregister (misses on the first iteration, hits after).  Cache off: what a stack
  * without a cache pays, ibv_reg_mr + ibv_dereg_mr of every chunk on the
  * same device; the transfer then uses the library's path, warmed once
  * untimed so both modes move data the same way.
@@ -1423,10 +1424,11 @@ static int nixl_mode(struct client *c, struct raw_dev *r, bool cached,
 		t0 = now_ns();
 		for (k = 0; k < o.chunks; k++) {
 			if (cached) {
-				ret = rdmaxfer_mem_register(c->agent, iov[k].addr,
-							    chunk,
-							    RDMAXFER_MEM_HOST,
-							    &mems[k]);
+				/* the initiator's chunks are local buffers:
+				 * nothing of them is exported to the peer */
+				ret = rdmaxfer_mem_register_access(
+					c->agent, iov[k].addr, chunk,
+					RDMAXFER_MEM_HOST, 0, &mems[k]);
 			} else {
 				mrs[k] = ibv_reg_mr(r->pd, iov[k].addr, chunk,
 						    RAW_ACCESS);

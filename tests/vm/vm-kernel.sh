@@ -103,7 +103,11 @@ chmod 755 "$ird/init"
 for m in virtio_pci virtio_net 9p 9pnet_virtio; do
 	modprobe -d "$modbase" -S "$KVER" --show-depends "$m" ||
 		die "modprobe --show-depends $m failed"
-done | awk '$1 == "insmod" && !seen[$2]++ { print $2 }' >"$kdir/initramfs.modules"
+done | awk '$1 == "insmod" {
+	# The path is the rest of the line: the cache may have spaces in it.
+	sub(/^insmod /, ""); sub(/ +$/, "")
+	if (!seen[$0]++) print
+}' >"$kdir/initramfs.modules"
 while read -r ko; do
 	name=$(basename "$ko")
 	case $name in

@@ -84,9 +84,14 @@ rc_guest_files()
 	rc__kdir=$2
 	rc__tab=$(printf '\t')
 	rc__src=$(cd "$RC_SRCDIR" && pwd -P) || return 1
+	# configure run as ../configure gives abs_top_srcdir=BUILD/..: mount
+	# at the path without the "..", or the bind on it would be sorted
+	# after the build tree's mount and cover it.
+	rc__srcg=$(cd "$RC_SRCDIR" && pwd) || return 1
+	rc__bld=$(cd "$RC_BUILDDIR" && pwd) || return 1
 	rc__mod=$(cat "$rc__kdir/moddir") || return 1
 	rc__mod=$(cd "$rc__mod" && pwd -P) || return 1
-	for p in "$RC_SRCDIR" "$RC_BUILDDIR" "$rc__src" "$rc__mod" "$rc__run"; do
+	for p in "$rc__srcg" "$rc__bld" "$rc__src" "$rc__mod" "$rc__run"; do
 		rc__path_ok "$p" || return 1
 	done
 	case $rc__run in
@@ -98,15 +103,15 @@ rc_guest_files()
 	{
 		# The build tree is a 9p share of its own; a source tree that
 		# is the build tree or inside it comes with it.
-		case $RC_SRCDIR/ in
-		"$RC_BUILDDIR"/*) ;;
-		*) printf '%s\tbind\t%s\t%s\n' "$RC_SRCDIR" "$rc__src" "$RC_SRCDIR" ;;
+		case $rc__srcg/ in
+		"$rc__bld"/*) ;;
+		*) printf '%s\tbind\t%s\t%s\n' "$rc__srcg" "$rc__src" "$rc__srcg" ;;
 		esac
-		printf '%s\tbuild\t%s\n' "$RC_BUILDDIR" "$RC_BUILDDIR"
+		printf '%s\tbuild\t%s\n' "$rc__bld" "$rc__bld"
 	} | LC_ALL=C sort -t "$rc__tab" -k 1,1 | cut -f 2- >"$rc__run/guest.mounts.tmp" &&
 	{
 		printf 'modules\t%s\n' "$rc__mod"
-		printf 'init\t%s\n' "$RC_SRCDIR/tests/vm/guest-init.sh"
+		printf 'init\t%s\n' "$rc__srcg/tests/vm/guest-init.sh"
 		printf 'env\t%s\n' "$rc__run/guest.env"
 	} >>"$rc__run/guest.mounts.tmp" &&
 	mv "$rc__run/guest.mounts.tmp" "$rc__run/guest.mounts"

@@ -113,7 +113,7 @@ run_vm()
 	# Only the script's own progress lines reach the terminal; the
 	# tables come once, at the end.
 	{ "$top/scripts/bench-compare-host.sh" "$build" $kernels; echo $? >"$results/.status"; } 2>&1 |
-		tee "$log" | grep '^bench-compare-host: kernel' || true
+		tee "$log" | grep --line-buffered '^bench-compare-host: kernel' || true
 	return "$(cat "$results/.status" 2>/dev/null || echo 1)"
 }
 
@@ -143,15 +143,18 @@ for t in $tables; do
 	echo
 done
 echo "Details:"
-echo "  tables:             $(echo $tables)"
 if [ -n "$real_dev" ]; then
+	echo "  table:              $results/compare.txt"
 	echo "  every repetition:   $results/raw.csv"
 	echo "  full output:        $log"
 else
-	echo "  every repetition:   $results/raw-KERNEL.csv"
 	echo "  full output:        $log"
 	for k in $kernels; do
-		echo "  $k guest:          $build/tests/vm/bench-compare@$k.log (its console: $build/tests/vm/run/bench-compare@$k/console.log)"
+		echo "  kernel $k:"
+		echo "    table:            $results/compare-$k.txt"
+		echo "    every repetition: $results/raw-$k.csv"
+		echo "    guest's log:      $build/tests/vm/bench-compare@$k.log"
+		echo "    guest's console:  $build/tests/vm/run/bench-compare@$k/console.log"
 	done
 fi
 echo "  build logs:         $build/configure.log, $build/make.log"

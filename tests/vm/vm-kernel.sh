@@ -7,7 +7,9 @@
 # installed and the host's /boot stays untouched), unpacks them with
 # dpkg-deb, runs depmod, extracts the uncompressed ELF vmlinux from the
 # bzImage (PVH entry: boots ~2.5 s faster under TCG than the bzImage) and
-# builds a busybox initramfs holding the virtio/9p/virtio_net modules.
+# builds a busybox initramfs holding the virtio/9p/virtio_net modules
+# (its /init is a copy of initramfs-init.sh as it was then; each run
+# appends the tree's current one, see host-lib.sh's rc_guest_initrd).
 # The result lives in CACHE/KVER/ and is reused: a second run downloads
 # nothing.  Files: vmlinux, initrd.img, root/ (the unpacked packages),
 # moddir (path of the module tree), kver, ready.

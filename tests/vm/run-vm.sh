@@ -60,7 +60,8 @@ rm -f "$RC_BUILDDIR/tests/vm/.kinfo.$$"
 
 rm -rf "$rundir" "$results"
 mkdir -p "$rundir" "$results" || bail "cannot create $rundir"
-# A relative VM_CACHE would mean another folder in each helper script.
+# Absolute: the helper scripts run from other folders, and the guest's
+# mount list names the module tree in it.
 mkdir -p "$VM_CACHE" && VM_CACHE=$(cd "$VM_CACHE" && pwd) ||
 	bail "cannot create the kernel cache $VM_CACHE"
 

@@ -14,10 +14,19 @@
 # address (loopback); otherwise scripts/bench-compare-host.sh boots a QEMU
 # guest per kernel with soft-RoCE and runs it there.
 #
+# It ends with the result tables on the terminal (one per kernel under
+# QEMU) and a list of where the details are: the raw runs, the full
+# output, the guest's console.  Build and benchmark output go to log files
+# in BUILD (named as it goes), only progress lines to the terminal.
+#
 # Environment: BUILD (build directory, default ./build-main),
 # RC_NO_INSTALL=1 (skip apt-get), VM_KERNELS (default "6.1": Debian 12's
 # kernel; "6.1 7.3" adds the newest Debian kernel), RC_BENCH_SCALE
-# (quick|full, default full: about 10 minutes per kernel under QEMU).
+# (quick|full, default full: about 10 minutes per kernel under QEMU),
+# VM_CACHE (the QEMU harness's kernel cache, default BUILD/tests/vm/cache;
+# point it at a shared folder to download each kernel once).  The clone
+# and BUILD may live anywhere without white space in their paths (/root,
+# /tmp included); Autoconf, libtool and Kbuild reject spaces.
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,17 +45,35 @@ if [ "${RC_NO_INSTALL:-0}" != 1 ]; then
 	fi
 fi
 
-if [ ! -x "$top/configure" ]; then
-	say "autoreconf -fi"
-	(cd "$top" && autoreconf -fi)
-fi
+# step LOG CMD...: run CMD with its output in LOG; on failure show the
+# end of LOG and stop.
+step()
+{
+	step_log=$1
+	shift
+	if ! "$@" >"$step_log" 2>&1; then
+		tail -n 30 "$step_log" >&2
+		say "FAILED: $* (whole output: $step_log)"
+		exit 1
+	fi
+}
+
 mkdir -p "$build"
-if [ ! -f "$build/config.status" ]; then
-	say "configuring in $build"
-	(cd "$build" && "$top/configure")
+build=$(cd "$build" && pwd)
+if [ ! -x "$top/configure" ]; then
+	say "autoreconf -fi (output: $build/autoreconf.log)"
+	step "$build/autoreconf.log" sh -c 'cd "$1" && autoreconf -fi' sh "$top"
 fi
-say "building (make -j$jobs)"
-make -C "$build" -j"$jobs"
+if [ ! -f "$build/config.status" ]; then
+	say "configuring in $build (output: $build/configure.log)"
+	step "$build/configure.log" sh -c 'cd "$1" && "$2/configure"' sh "$build" "$top"
+fi
+say "building (make -j$jobs; output: $build/make.log)"
+step "$build/make.log" make -C "$build" -j"$jobs"
+
+results=$build/bench-results
+mkdir -p "$results"
+log=$results/run-main.log
 
 # A device that is not a software one (rxe, siw) counts as real hardware.
 real_dev=
@@ -69,20 +96,72 @@ run_real_device()
 		say "$real_dev has no IPv4 address (netdev '${ndev:-none}'): cannot run the loopback benchmark"
 		return 1
 	fi
+	rm -f "$results/compare.txt"
+	say "benchmark running (scale ${RC_BENCH_SCALE:-full}); progress: tail -f $log"
 	sh "$top/scripts/bench-compare.sh" --bench "$build/utils/rdmaxfer-bench" \
-		--device "$real_dev" --addr "$addr" --out "$build/bench-results" \
-		--scale "${RC_BENCH_SCALE:-full}"
+		--device "$real_dev" --addr "$addr" --out "$results" \
+		--scale "${RC_BENCH_SCALE:-full}" >"$log" 2>&1
 }
 
 run_vm()
 {
 	say "benchmark in a QEMU guest on soft-RoCE, kernels: $kernels (speeds under emulation are only meaningful as ratios)"
-	"$top/scripts/bench-compare-host.sh" "$build" $kernels
+	say "benchmark running (scale ${RC_BENCH_SCALE:-full}); progress: tail -f $log"
+	for k in $kernels; do
+		rm -f "$results/compare-$k.txt"
+	done
+	# Only the script's own progress lines reach the terminal; the
+	# tables come once, at the end.
+	{ "$top/scripts/bench-compare-host.sh" "$build" $kernels; echo $? >"$results/.status"; } 2>&1 |
+		tee "$log" | grep --line-buffered '^bench-compare-host: kernel' || true
+	return "$(cat "$results/.status" 2>/dev/null || echo 1)"
 }
 
+status=0
 if [ -n "$real_dev" ]; then
-	run_real_device
+	run_real_device || status=$?
+	tables=$results/compare.txt
 else
 	say "no RDMA device on this machine: using a QEMU guest with soft-RoCE"
-	run_vm
+	run_vm || status=$?
+	tables=
+	for k in $kernels; do
+		tables="$tables $results/compare-$k.txt"
+	done
 fi
+
+# --- the result, on the terminal ------------------------------------------
+echo
+echo "==================== run-main: results ===================="
+for t in $tables; do
+	if [ -s "$t" ]; then
+		cat "$t"
+	else
+		echo "$(basename "$t" .txt): no table, the run failed; the end of its output:"
+		tail -n 15 "$log" | sed 's/^/  /'
+	fi
+	echo
+done
+echo "Details:"
+if [ -n "$real_dev" ]; then
+	echo "  table:              $results/compare.txt"
+	echo "  every repetition:   $results/raw.csv"
+	echo "  full output:        $log"
+else
+	echo "  full output:        $log"
+	for k in $kernels; do
+		echo "  kernel $k:"
+		echo "    table:            $results/compare-$k.txt"
+		echo "    every repetition: $results/raw-$k.csv"
+		echo "    guest's log:      $build/tests/vm/bench-compare@$k.log"
+		echo "    guest's console:  $build/tests/vm/run/bench-compare@$k/console.log"
+	done
+fi
+echo "  build logs:         $build/configure.log, $build/make.log"
+echo "  how to read it:     $top/doc/BENCHMARKS.md"
+if [ "$status" = 0 ]; then
+	say "done"
+else
+	say "FAILED (status $status): see the details above"
+fi
+exit "$status"

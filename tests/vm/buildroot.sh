@@ -81,18 +81,24 @@ if [ "$(cat "$hdr/.rc-ready" 2>/dev/null)" != "$KHDRS" ]; then
 fi
 
 # --- the KMAKE wrapper ---------------------------------------------------
-binds=
-for d in "$RC_SRCDIR" "$RC_BUILDDIR" "$cache"; do
-	d=$(cd "$d" && pwd -P)
-	binds="$binds $d"
-done
-sed -e "s|@ROOT@|$root|g" -e "s|@BINDS@|$binds|g" -e "s|@KVER@|$KVER|g" \
-	>"$kmake.new" <<'EOS'
+# Values go into the wrapper quoted for sh (paths may hold spaces), the
+# trees parents first so that one inside another stays visible.
+q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+binds=$(for d in "$RC_SRCDIR" "$RC_BUILDDIR" "$cache"; do
+		(cd "$d" && pwd -P)
+	done | LC_ALL=C sort -u | while IFS= read -r d; do
+		printf ' %s' "$(q "$d")"
+	done)
+{
+	cat <<EOS
 #!/bin/sh
-# KMAKE for @KVER@, written by tests/vm/buildroot.sh: runs make inside the
-# Debian build root @ROOT@ in a private mount namespace, with the
+# KMAKE for $KVER, written by tests/vm/buildroot.sh: runs make inside the
+# Debian build root $root in a private mount namespace, with the
 # source, build and cache trees bind-mounted at their host paths and the
 # current directory kept.  Needs root.
+set -- $(q "$root") "\$(pwd -P)"$binds -- "\$@"
+EOS
+	cat <<'EOS'
 if ! unshare -m true 2>/dev/null; then
 	echo "kmake: cannot create a private mount namespace (unshare -m): it needs root, and / must be a mount point (inside a chroot, bind-mount the root onto itself first)" >&2
 	exit 99
@@ -104,12 +110,15 @@ exec unshare -m /bin/sh -c '
 	# tmpfs first: a build tree under /tmp is bound on top of it.
 	mount -t proc proc "$root/proc" && mount --bind /dev "$root/dev" &&
 		mount -t tmpfs tmpfs "$root/tmp" || exit 99
-	for d in @BINDS@; do
-		mkdir -p "$root$d" && mount --bind "$d" "$root$d" || exit 99
+	while [ "$1" != -- ]; do
+		mkdir -p "$root$1" && mount --bind "$1" "$root$1" || exit 99
+		shift
 	done
+	shift
 	exec chroot "$root" /bin/sh -c "cd \"\$0\" 2>/dev/null || cd /; exec make \"\$@\"" "$cwd" "$@"
-' sh "@ROOT@" "$(pwd -P)" "$@"
+' sh "$@"
 EOS
+} >"$kmake.new"
 chmod 755 "$kmake.new"
 mv "$kmake.new" "$kmake"
 echo "buildroot: KMAKE=$kmake LINUX=$hdr/usr/src/linux-headers-$KVER"

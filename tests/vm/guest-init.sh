@@ -4,8 +4,9 @@
 # guest-init.sh: PID 1 of the test guest, run by the host's /bin/sh after
 # the initramfs switched to the host root (tests/vm/initramfs-init.sh).
 #
-# Reads the run's environment file (rc.env= on the kernel command line:
-# host environment variables do not reach the guest), sets up soft-RoCE
+# Reads the run's environment file (its path is the first argument, given
+# by the initramfs from the guest's mount list: host environment variables
+# do not reach the guest), sets up soft-RoCE
 # (rdma_rxe + rdma_ucm, static IPv4 on eth0, rxe0, wait for ACTIVE, find
 # the RoCE v2 IPv4 GID index), runs ONE suite script with its TAP points
 # going to $RC_TAP, saves dmesg and reports through isa-debug-exit:
@@ -34,12 +35,7 @@ rc_setup_fail()
 	rc_exit 2
 }
 
-envfile=
-for w in $(cat /proc/cmdline); do
-	case $w in
-	rc.env=*) envfile=${w#rc.env=} ;;
-	esac
-done
+envfile=${1:-}
 if [ -z "$envfile" ] || [ ! -f "$envfile" ]; then
 	echo "rc-guest: environment file '$envfile' not found"
 	rc_exit 4

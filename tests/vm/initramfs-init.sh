@@ -2,11 +2,21 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
 # /init of the harness initramfs (static busybox).  Loads the virtio, 9p
-# and virtio_net modules, mounts the host's root filesystem read-only over
-# 9p as the new root, the build tree read-write at its host path, the
-# kernel's extracted module tree on /lib/modules/KVER, tmpfs on the
-# scratch folders, and switches to the guest init script (rc.init=) on the
-# host root.  Any failure here reports status 3 through isa-debug-exit.
+# and virtio_net modules, mounts the build tree's 9p share, reads the
+# guest's mount list from its run folder there (rc.run= on the kernel
+# command line, relative to the build tree; written by host-lib.sh's
+# rc_guest_files), mounts the host's root filesystem read-only over 9p as
+# the new root, tmpfs on the scratch folders (/tmp, /run, /var/tmp, /root)
+# and /lib/modules, and only then the trees of the list at their host
+# paths: the build tree read-write, the source tree and the kernel's module
+# tree bound from a second view of the host root that no tmpfs covers.  So
+# trees under /root or /tmp, and paths with spaces (never on the command
+# line), work.  Then switches to the guest init script of the list, giving
+# it its environment file.  Any failure here reports status 3 through
+# isa-debug-exit.
+#
+# run-vm.sh appends this file to the cached initrd per run (host-lib.sh's
+# rc_guest_initrd), so a change here needs no cache rebuild.
 /bin/busybox --install -s /bin
 export PATH=/bin
 
@@ -22,38 +32,63 @@ fail()
 	poweroff -f
 }
 
-build= init= moddir=
+run=
 for w in $(cat /proc/cmdline); do
 	case $w in
-	rc.build=*) build=${w#rc.build=} ;;
-	rc.init=*) init=${w#rc.init=} ;;
-	rc.moddir=*) moddir=${w#rc.moddir=} ;;
+	rc.run=*) run=${w#rc.run=} ;;
 	esac
 done
-[ -n "$build" ] && [ -n "$init" ] && [ -n "$moddir" ] ||
-	fail "rc.build=, rc.init= and rc.moddir= must be on the kernel command line"
+[ -n "$run" ] || fail "no rc.run= on the kernel command line"
 
 for m in $(cat /modules.list); do
 	insmod "/lib/modules/$m" || fail "insmod $m"
 done
 
 opts=trans=virtio,version=9p2000.L,msize=262144
+mkdir -p /build /hostroot
+mount -t 9p -o "$opts,cache=mmap" build /build ||
+	fail "cannot mount the build tree (9p tag build)"
+cp "/build/$run/guest.mounts" /guest.mounts ||
+	fail "no guest.mounts in the build tree's $run"
 mount -t 9p -o "$opts,ro,cache=loose" hostroot /newroot ||
 	fail "cannot mount the host root (9p tag hostroot)"
-mount -t 9p -o "$opts,cache=mmap" build "/newroot$build" ||
-	fail "cannot mount the build tree $build (9p tag build)"
+# The view the trees are taken from: a plain (not recursive) bind, so the
+# tmpfs mounted on /newroot below do not cover it.
+mount --bind /newroot /hostroot || fail "cannot bind the host root on /hostroot"
+
+# Scratch folders first: the trees may live under them.
 mount -t tmpfs -o mode=755 tmpfs /newroot/lib/modules ||
 	fail "cannot mount tmpfs on /lib/modules"
-kver=$(uname -r)
-mkdir -p "/newroot/lib/modules/$kver"
-mount --bind "/newroot$moddir" "/newroot/lib/modules/$kver" ||
-	fail "cannot bind $moddir on /lib/modules/$kver"
 for d in tmp run var/tmp root; do
 	mount -t tmpfs -o mode=1777 tmpfs "/newroot/$d" || fail "tmpfs on /$d"
 done
 chmod 700 /newroot/root
+
+kver=$(uname -r)
+init= env= tab=$(printf '\t')
+while IFS=$tab read -r kind a b; do
+	case $kind in
+	build)
+		mkdir -p "/newroot$a" && mount --move /build "/newroot$a" ||
+			fail "cannot mount the build tree on $a"
+		;;
+	bind)
+		mkdir -p "/newroot$b" && mount --bind "/hostroot$a" "/newroot$b" ||
+			fail "cannot bind $a of the host root on $b"
+		;;
+	modules)
+		mkdir -p "/newroot/lib/modules/$kver" &&
+			mount --bind "/hostroot$a" "/newroot/lib/modules/$kver" ||
+			fail "cannot bind $a on /lib/modules/$kver"
+		;;
+	init) init=$a ;;
+	env) env=$a ;;
+	*) fail "unknown line '$kind' in guest.mounts" ;;
+	esac
+done </guest.mounts
+[ -n "$init" ] && [ -n "$env" ] || fail "guest.mounts names no init or env"
 for d in proc sys dev; do
 	mount --move "/$d" "/newroot/$d" || fail "cannot move /$d"
 done
 [ -f "/newroot$init" ] || fail "guest init $init not found on the host root"
-exec switch_root /newroot /bin/sh "$init"
+exec switch_root /newroot /bin/sh "$init" "$env"

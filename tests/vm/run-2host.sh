@@ -45,6 +45,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${VM_2HOST_GRACE:=120}"
 : "${VM_2HOST_RMEM:=4194304}"
 . "$here/kernels.sh"
+. "$here/host-lib.sh"
 
 name=$pair@$kernel
 rundir=$RC_BUILDDIR/tests/vm/run/$name
@@ -79,6 +80,8 @@ rm -f "$kinfo"
 
 rm -rf "$rundir" "$results"
 mkdir -p "$rundir/a" "$rundir/b" "$results" || bail "cannot create $rundir"
+mkdir -p "$VM_CACHE" && VM_CACHE=$(cd "$VM_CACHE" && pwd) ||
+	bail "cannot create the kernel cache $VM_CACHE"
 
 # --- kernel (no module: the pair suites do not load regcache.ko) -------
 if ! sh "$here/vm-kernel.sh" "$kernel" "$VM_CACHE" >"$rundir/prepare.log" 2>&1; then
@@ -115,15 +118,15 @@ cm_port=18515
 write_env()
 {
 	cat >"$rundir/$2/guest.env" <<EOS
-RC_SUITE='$pair-$1'
-RC_SRCDIR='$RC_SRCDIR'
-RC_BUILDDIR='$RC_BUILDDIR'
+RC_SUITE=$(rc_q "$pair-$1")
+RC_SRCDIR=$(rc_q "$RC_SRCDIR")
+RC_BUILDDIR=$(rc_q "$RC_BUILDDIR")
 RC_KMOD=''
-RC_KERNEL='$kernel'
-RC_KVER='$KVER'
-RC_RESULTS='$results'
-RC_RUNDIR='$rundir/$2'
-RC_TAP='$rundir/$2/tap'
+RC_KERNEL=$(rc_q "$kernel")
+RC_KVER=$(rc_q "$KVER")
+RC_RESULTS=$(rc_q "$results")
+RC_RUNDIR=$(rc_q "$rundir/$2")
+RC_TAP=$(rc_q "$rundir/$2/tap")
 RC_TAP_COUNT='/tmp/rc-tap-count'
 RXE_DEV='rxe0'
 RC_CI='$([ "${CI:-}" = true ] && echo 1 || echo 0)'
@@ -135,6 +138,15 @@ EOS
 }
 write_env server a "$addr_a" "$addr_b"
 write_env client b "$addr_b" "$addr_a"
+# Where the trees are, for each guest's initramfs (see host-lib.sh).
+for l in a b; do
+	rc_guest_files "$rundir/$l" "$kdir" 2>"$rundir/mounts.err" ||
+		bail "cannot write guest $l's mount list: $(cat "$rundir/mounts.err")"
+done
+rc_guest_run "$rundir/a" >/dev/null 2>"$rundir/mounts.err" ||
+	bail "$(cat "$rundir/mounts.err")"
+rc_guest_initrd "$kdir" "$rundir/initrd.img" ||
+	bail "cannot append initramfs-init.sh to $kdir/initrd.img"
 
 tsc_khz=$("$RC_BUILDDIR/tests/vm/tsc-khz" 2>/dev/null) || tsc_khz=
 [ -n "$tsc_khz" ] || echo "# warning: tests/vm/tsc-khz gave no TSC frequency: the guests calibrate their own"
@@ -182,10 +194,10 @@ boot()
 		-nodefaults -no-user-config -display none -monitor none -no-reboot \
 		-serial "file:$d/console.log" \
 		-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
-		-kernel "$kdir/vmlinux" -initrd "$kdir/initrd.img" \
-		-append "console=ttyS0 loglevel=4 panic=-1 $KCMDLINE${tsc_khz:+ tsc_early_khz=$tsc_khz} rc.build=$RC_BUILDDIR rc.moddir=$(cat "$kdir/moddir") rc.init=$RC_SRCDIR/tests/vm/guest-init.sh rc.env=$d/guest.env $VM_APPEND" \
+		-kernel "$kdir/vmlinux" -initrd "$rundir/initrd.img" \
+		-append "console=ttyS0 loglevel=4 panic=-1 $KCMDLINE${tsc_khz:+ tsc_early_khz=$tsc_khz} $(rc_guest_run "$d") $VM_APPEND" \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-		-virtfs "local,path=$RC_BUILDDIR,mount_tag=build,security_model=none,multidevs=remap" \
+		-virtfs "local,path=$(rc_qemu_path "$RC_BUILDDIR"),mount_tag=build,security_model=none,multidevs=remap" \
 		-netdev "socket,id=n0,udp=127.0.0.1:$3,localaddr=127.0.0.1:$2" \
 		-device "virtio-net-pci,netdev=n0,mac=$4" \
 		</dev/null >"$d/qemu.out" 2>&1 &

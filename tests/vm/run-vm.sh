@@ -28,6 +28,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${VM_SMP:=2}"
 : "${VM_APPEND:=}"
 . "$here/kernels.sh"
+. "$here/host-lib.sh"
 
 rundir=$RC_BUILDDIR/tests/vm/run/$suite@$kernel
 results=$RC_BUILDDIR/tests/vm/results/$suite@$kernel
@@ -59,6 +60,10 @@ rm -f "$RC_BUILDDIR/tests/vm/.kinfo.$$"
 
 rm -rf "$rundir" "$results"
 mkdir -p "$rundir" "$results" || bail "cannot create $rundir"
+# Absolute: the helper scripts run from other folders, and the guest's
+# mount list names the module tree in it.
+mkdir -p "$VM_CACHE" && VM_CACHE=$(cd "$VM_CACHE" && pwd) ||
+	bail "cannot create the kernel cache $VM_CACHE"
 
 # --- kernel and module ------------------------------------------------
 if ! sh "$here/vm-kernel.sh" "$kernel" "$VM_CACHE" >"$rundir/prepare.log" 2>&1; then
@@ -76,22 +81,30 @@ kmod=$(sed -n 's/^RC_KMOD=//p' "$rundir/kbuild.log" | tail -n 1)
 t_kmod=$(now)
 
 # --- the guest's environment --------------------------------------------
+# Quoted: the trees may have spaces or quotes in their paths.
 cat >"$rundir/guest.env" <<EOS
-RC_SUITE='$suite'
-RC_SRCDIR='$RC_SRCDIR'
-RC_BUILDDIR='$RC_BUILDDIR'
-RC_KMOD='$kmod'
-RC_KERNEL='$kernel'
-RC_KVER='$KVER'
-RC_RESULTS='$results'
-RC_RUNDIR='$rundir'
-RC_TAP='$rundir/tap'
+RC_SUITE=$(rc_q "$suite")
+RC_SRCDIR=$(rc_q "$RC_SRCDIR")
+RC_BUILDDIR=$(rc_q "$RC_BUILDDIR")
+RC_KMOD=$(rc_q "$kmod")
+RC_KERNEL=$(rc_q "$kernel")
+RC_KVER=$(rc_q "$KVER")
+RC_RESULTS=$(rc_q "$results")
+RC_RUNDIR=$(rc_q "$rundir")
+RC_TAP=$(rc_q "$rundir/tap")
 RC_TAP_COUNT='/tmp/rc-tap-count'
 RXE_DEV='rxe0'
 RC_CI='$([ "${CI:-}" = true ] && echo 1 || echo 0)'
 RXE_ADDR='10.0.2.15'
 EOS
 : >"$rundir/tap"
+# Where the trees are, for the initramfs (no path on the command line).
+rc_guest_files "$rundir" "$kdir" 2>"$rundir/mounts.err" ||
+	bail "cannot write the guest's mount list: $(cat "$rundir/mounts.err")"
+rcrun=$(rc_guest_run "$rundir" 2>"$rundir/mounts.err") ||
+	bail "$(cat "$rundir/mounts.err")"
+rc_guest_initrd "$kdir" "$rundir/initrd.img" ||
+	bail "cannot append initramfs-init.sh to $kdir/initrd.img"
 
 # --- boot ------------------------------------------------------------
 # Under TCG the guest's TSC is the host's: give the guest its frequency so
@@ -120,10 +133,10 @@ timeout -k 10 "$VM_TIMEOUT" "$QEMU" \
 	-nodefaults -no-user-config -display none -monitor none -no-reboot \
 	-serial "file:$rundir/console.log" \
 	-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
-	-kernel "$kdir/vmlinux" -initrd "$kdir/initrd.img" \
-	-append "console=ttyS0 loglevel=4 panic=-1 $KCMDLINE${tsc_khz:+ tsc_early_khz=$tsc_khz} rc.build=$RC_BUILDDIR rc.moddir=$(cat "$kdir/moddir") rc.init=$RC_SRCDIR/tests/vm/guest-init.sh rc.env=$rundir/guest.env $VM_APPEND" \
+	-kernel "$kdir/vmlinux" -initrd "$rundir/initrd.img" \
+	-append "console=ttyS0 loglevel=4 panic=-1 $KCMDLINE${tsc_khz:+ tsc_early_khz=$tsc_khz} $rcrun $VM_APPEND" \
 	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-	-virtfs "local,path=$RC_BUILDDIR,mount_tag=build,security_model=none,multidevs=remap" \
+	-virtfs "local,path=$(rc_qemu_path "$RC_BUILDDIR"),mount_tag=build,security_model=none,multidevs=remap" \
 	-netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0 \
 	</dev/null >"$rundir/qemu.out" 2>&1 &
 qpid=$!

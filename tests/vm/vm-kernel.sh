@@ -7,7 +7,9 @@
 # installed and the host's /boot stays untouched), unpacks them with
 # dpkg-deb, runs depmod, extracts the uncompressed ELF vmlinux from the
 # bzImage (PVH entry: boots ~2.5 s faster under TCG than the bzImage) and
-# builds a busybox initramfs holding the virtio/9p/virtio_net modules.
+# builds a busybox initramfs holding the virtio/9p/virtio_net modules
+# (its /init is a copy of initramfs-init.sh as it was then; each run
+# appends the tree's current one, see host-lib.sh's rc_guest_initrd).
 # The result lives in CACHE/KVER/ and is reused: a second run downloads
 # nothing.  Files: vmlinux, initrd.img, root/ (the unpacked packages),
 # moddir (path of the module tree), kver, ready.
@@ -103,7 +105,11 @@ chmod 755 "$ird/init"
 for m in virtio_pci virtio_net 9p 9pnet_virtio; do
 	modprobe -d "$modbase" -S "$KVER" --show-depends "$m" ||
 		die "modprobe --show-depends $m failed"
-done | awk '$1 == "insmod" && !seen[$2]++ { print $2 }' >"$kdir/initramfs.modules"
+done | awk '$1 == "insmod" {
+	# The path is the rest of the line: the cache may have spaces in it.
+	sub(/^insmod /, ""); sub(/ +$/, "")
+	if (!seen[$0]++) print
+}' >"$kdir/initramfs.modules"
 while read -r ko; do
 	name=$(basename "$ko")
 	case $name in

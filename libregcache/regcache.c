@@ -844,6 +844,21 @@ static int rc_get_uncached(struct regcache *cache, uintptr_t start, uintptr_t en
 	return 0;
 }
 
+/*
+ * A get served uncached because the monitor refused to watch the request:
+ * -EBUSY, another userfaultfd owns it; -EMEDIUMTYPE, a shared or file
+ * mapping whose changes the monitor cannot see (see monitor_uffd.c).
+ */
+static void rc_count_unwatched(struct regcache *cache, int err)
+{
+	if (err == -EBUSY)
+		atomic_fetch_add_explicit(&cache->uffd_foreign, 1,
+					  memory_order_relaxed);
+	else if (err == -EMEDIUMTYPE)
+		atomic_fetch_add_explicit(&cache->uffd_shared, 1,
+					  memory_order_relaxed);
+}
+
 static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 		       uint32_t access, struct regcache_entry **entryp)
 {
@@ -851,6 +866,7 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 	struct rc_list release;
 	struct regcache_entry *e;
 	bool merged, stale, grow = true;
+	int unwatched = 0;		/* why the monitor refused the request */
 	enum rc_try level;
 	unsigned int tries;
 	size_t i;
@@ -914,6 +930,7 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 		for (i = 0; i < m.ncovered; i++)
 			atomic_fetch_add(&m.covered[i]->refs, RC_REF_USER);
 		ret = rc_subscribe_try(cache, e, &m, &level, &release);
+		unwatched = ret;
 		if (ret)
 			e->cached = false;	/* cannot watch it: do not keep it */
 		rc_list_add_tail(&cache->pending, &e->link);
@@ -934,7 +951,9 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 			if (level != RC_TRY_GROWN || !rc_grow_shrink(&m))
 				rc_try_next(&m, &level, &release);
 			atomic_store(&e->stale, 0);
-			e->cached = !rc_subscribe_try(cache, e, &m, &level, &release);
+			unwatched = rc_subscribe_try(cache, e, &m, &level,
+						     &release);
+			e->cached = !unwatched;
 			rc_brlock_write_unlock(&cache->lock);
 			rc_release_list(cache, &release);
 			ret = rc_register(cache, e);
@@ -1020,9 +1039,11 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 		rc_merge_unref(&m, &release);
 		rc_brlock_write_unlock(&cache->lock);
 		rc_release_list(cache, &release);
-		if (!e->cached)
+		if (!e->cached) {
 			atomic_fetch_add_explicit(&cache->uncached, 1,
 						  memory_order_relaxed);
+			rc_count_unwatched(cache, unwatched);
+		}
 		free(m.covered);
 		*entryp = e;
 		return 0;

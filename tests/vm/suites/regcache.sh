@@ -27,6 +27,12 @@ rc_run "battery uffd" env RC_TEST_MONITOR=uffd \
 rc_run "verbs e2e" env RXE_DEV="$RXE_DEV" RXE_GID_INDEX="$RXE_GID_INDEX" \
 	timeout 300 "$T/test_regcache_verbs"
 
+# The uffd monitor: host unit tests on this kernel (6.1 has no
+# PROCMAP_QUERY), then end to end on rxe.
+rc_run "uffd" timeout 300 "$T/test_regcache_uffd"
+rc_run "uffd verbs" env RXE_DEV="$RXE_DEV" RXE_GID_INDEX="$RXE_GID_INDEX" \
+	timeout 400 "$T/test_regcache_uffd_verbs"
+
 # Benchmarks: not pass/fail; a point only says that they ran.
 if [ -x "$T/bench_regcache" ]; then
 	rc_check "bench (rxe, monitors)" sh -c "timeout 400 '$T/bench_regcache' --vm \

@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/falloc.h>
@@ -37,12 +39,18 @@
 
 static size_t psz;
 
+/* REGCACHE_UFFD_MODE=missing (the suite's second run) needs the env. */
+static uint32_t env_flags(void)
+{
+	return getenv("REGCACHE_UFFD_MODE") ? 0 : REGCACHE_ATTR_NO_ENV;
+}
+
 static struct regcache *make_cache(struct tb_backend *be, size_t merge_max)
 {
 	struct regcache_attr a = {
 		.reg = tb_reg, .dereg = tb_dereg, .user = be,
 		.monitor = REGCACHE_MONITOR_UFFD, .merge_max = merge_max,
-		.flags = REGCACHE_ATTR_NO_ENV,
+		.flags = env_flags(),
 	};
 	struct regcache *c = NULL;
 
@@ -327,6 +335,113 @@ static void t_cache_churn(void)
 	munmap(a + 2 * psz, 2 * psz);
 }
 
+/*
+ * Two caches hammered by four threads while a fifth unmaps and remaps
+ * their buffers: no deadlock, no stale entry returned after a remap, no
+ * leaked or doubly released registration.
+ */
+#define NBUF	8
+#define BUFPG	8
+
+struct stress {
+	struct regcache *c[2];
+	struct tb_backend be[2];
+	char *buf[NBUF];
+	_Atomic int stop;
+	_Atomic long gets, stale, errors;
+};
+
+static void *stress_getter(void *arg)
+{
+	struct stress *st = *(struct stress **)arg;
+	unsigned int seed = (unsigned int)(uintptr_t)arg;
+
+	while (!atomic_load(&st->stop)) {
+		int k = rand_r(&seed) & 1, j = rand_r(&seed) % NBUF;
+		size_t off = (size_t)(rand_r(&seed) % BUFPG) * psz;
+		size_t len = (size_t)(1 + rand_r(&seed) % (BUFPG - off / psz)) * psz;
+		struct regcache_entry *e;
+		int ret = regcache_get(st->c[k], st->buf[j] + off, len, 1, &e);
+
+		if (ret) {
+			/* the buffer was being remapped: a hole */
+			if (ret != -EFAULT)
+				atomic_fetch_add(&st->errors, 1);
+			continue;
+		}
+		if (!tb_live(e))
+			atomic_fetch_add(&st->errors, 1);
+		atomic_fetch_add(&st->gets, 1);
+		regcache_put(st->c[k], e);
+	}
+	return NULL;
+}
+
+static void t_two_caches_threads(void)
+{
+	static struct stress st;
+	struct stress *sp = &st;
+	struct stress *args[4] = { sp, sp, sp, sp };
+	pthread_t th[4];
+	double t_end;
+	struct timespec ts;
+	unsigned int seed = 1;
+	int i, k, remaps = 0;
+
+	memset(&st, 0, sizeof(st));
+	for (k = 0; k < 2; k++)
+		st.c[k] = make_cache(&st.be[k], 0);
+	for (i = 0; i < NBUF; i++) {
+		st.buf[i] = anon(BUFPG * psz);
+		memset(st.buf[i], 1, BUFPG * psz);
+	}
+	for (i = 0; i < 4; i++)
+		CU_ASSERT_FATAL(pthread_create(&th[i], NULL, stress_getter,
+					       &args[i]) == 0);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t_end = ts.tv_sec + ts.tv_nsec / 1e9 + 1.5;
+	do {
+		int j = rand_r(&seed) % NBUF;
+		uint64_t before[2];
+		char *a = st.buf[j];
+
+		for (k = 0; k < 2; k++)
+			before[k] = atomic_load(&st.be[k].next_id);
+		CU_ASSERT_EQUAL_FATAL(munmap(a, BUFPG * psz), 0);
+		CU_ASSERT_FATAL(mmap(a, BUFPG * psz, PROT_READ | PROT_WRITE,
+				     MAP_PRIVATE | MAP_ANONYMOUS |
+				     MAP_FIXED_NOREPLACE, -1, 0) == a);
+		memset(a, 2, BUFPG * psz);
+		remaps++;
+		/* Whatever either cache returns now was registered after. */
+		for (k = 0; k < 2; k++) {
+			struct regcache_entry *e;
+
+			if (regcache_get(st.c[k], a, BUFPG * psz, 1, &e)) {
+				atomic_fetch_add(&st.errors, 1);
+				continue;
+			}
+			if (tb_id(e) <= before[k])
+				atomic_fetch_add(&st.stale, 1);
+			regcache_put(st.c[k], e);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+	} while (ts.tv_sec + ts.tv_nsec / 1e9 < t_end);
+	atomic_store(&st.stop, 1);
+	for (i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	rc_diag("stress: %ld gets, %d remaps, %ld stale, %ld errors",
+		atomic_load(&st.gets), remaps, atomic_load(&st.stale),
+		atomic_load(&st.errors));
+	CU_ASSERT_EQUAL(atomic_load(&st.stale), 0);
+	CU_ASSERT_EQUAL(atomic_load(&st.errors), 0);
+	CU_ASSERT(atomic_load(&st.gets) > 0);
+	for (k = 0; k < 2; k++)
+		destroy(st.c[k], &st.be[k]);
+	for (i = 0; i < NBUF; i++)
+		munmap(st.buf[i], BUFPG * psz);
+}
+
 /* ------------------------------------------------- foreign userfaultfd */
 
 static void t_foreign(void)
@@ -408,7 +523,7 @@ static void t_fork_new_cache(void)
 		struct regcache_attr at = {
 			.reg = tb_reg, .dereg = tb_dereg, .user = &cb,
 			.monitor = REGCACHE_MONITOR_UFFD, .merge_max = 1,
-			.flags = REGCACHE_ATTR_NO_ENV,
+			.flags = env_flags(),
 		};
 		struct regcache *cc;
 		struct regcache_entry *e;
@@ -457,6 +572,7 @@ static const struct rc_test_case cases[] = {
 	{ "two_caches", t_two_caches },
 	{ "two_caches_overlap", t_two_caches_overlap },
 	{ "cache_churn", t_cache_churn },
+	{ "two_caches_threads", t_two_caches_threads },
 	{ "foreign_uffd", t_foreign },
 	{ "fork_new_cache", t_fork_new_cache },
 	{ NULL, NULL }
@@ -466,7 +582,7 @@ int main(int argc, char **argv)
 {
 	struct regcache_attr a = {
 		.reg = tb_reg, .dereg = tb_dereg,
-		.monitor = REGCACHE_MONITOR_UFFD, .flags = REGCACHE_ATTR_NO_ENV,
+		.monitor = REGCACHE_MONITOR_UFFD, .flags = env_flags(),
 	};
 	struct tb_backend be;
 	struct regcache *c;

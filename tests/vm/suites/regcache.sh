@@ -4,8 +4,9 @@
 # tests and the monitor battery with the kmod monitor (a kmod miss is a
 # failure), the battery again with uffd for the scenario x monitor table,
 # the end-to-end verbs test on rxe (an RDMA WRITE through a cached key
-# must land in the new memory after munmap/mmap and brk reuse), and the
-# benchmarks, whose output goes to $RC_RESULTS.
+# must land in the new memory after munmap/mmap and brk reuse), the uffd
+# monitor's own tests (host program, then end to end on rxe, also in
+# missing mode), and the benchmarks, whose output goes to $RC_RESULTS.
 . "$RC_SRCDIR/tests/vm/guest-lib.sh"
 
 T=$RC_BUILDDIR/tests
@@ -32,6 +33,12 @@ rc_run "verbs e2e" env RXE_DEV="$RXE_DEV" RXE_GID_INDEX="$RXE_GID_INDEX" \
 rc_run "uffd" timeout 300 "$T/test_regcache_uffd"
 rc_run "uffd verbs" env RXE_DEV="$RXE_DEV" RXE_GID_INDEX="$RXE_GID_INDEX" \
 	timeout 400 "$T/test_regcache_uffd_verbs"
+# The missing-mode fallback (kernels without write-protect mode): the
+# populate before the watch keeps never-touched memory registrable.
+rc_run "uffd verbs missing" env REGCACHE_UFFD_MODE=missing \
+	RXE_DEV="$RXE_DEV" RXE_GID_INDEX="$RXE_GID_INDEX" \
+	timeout 400 "$T/test_regcache_uffd_verbs" uffd-verbs/memfd_punch_write \
+	uffd-verbs/untouched_pinned uffd-verbs/two_caches_write
 
 # Benchmarks: not pass/fail; a point only says that they ran.
 if [ -x "$T/bench_regcache" ]; then

@@ -115,6 +115,7 @@
 
 struct uffd_range {
 	uintptr_t start, end;
+	bool gone;		/* unmapped: no VMA of ours left there */
 };
 
 /* A run of pages watched by 'count' entries (of any cache). */
@@ -207,6 +208,34 @@ static int uffd_ioctl_range(int fd, unsigned long req, uintptr_t start,
 }
 
 /* ----------------------------------------------------------- watches */
+
+/*
+ * Set by the thread while it applies an unmap event: the VMAs there are
+ * gone, and what the application mapped at the address since may belong
+ * to its own userfaultfd.  Linux 6.1's UFFDIO_UNREGISTER clears any
+ * context, not only the caller's, so never unregister there.  After an
+ * overflow nothing is known: leave every range registered (costs events,
+ * never correctness).
+ */
+static __thread uintptr_t uffd_gone_s, uffd_gone_e;
+static __thread bool uffd_gone_all;
+
+static void uffd_unregister(struct uffd_mon *m, uintptr_t s, uintptr_t e)
+{
+	if (uffd_gone_all || e <= s)
+		return;
+	if (uffd_gone_e > s && uffd_gone_s < e) {
+		if (s < uffd_gone_s)
+			uffd_ioctl_range(m->uffd, UFFDIO_UNREGISTER, s,
+					 uffd_gone_s);
+		if (uffd_gone_e < e)
+			uffd_ioctl_range(m->uffd, UFFDIO_UNREGISTER,
+					 uffd_gone_e, e);
+		return;
+	}
+	/* Errors (the range is already unmapped) are of no consequence. */
+	uffd_ioctl_range(m->uffd, UFFDIO_UNREGISTER, s, e);
+}
 
 struct uffd_collect {
 	struct uffd_watch **w;
@@ -350,11 +379,13 @@ static int uffd_watch_add(struct uffd_mon *m, uintptr_t s, uintptr_t t)
 		/*
 		 * EBUSY: another userfaultfd owns a page; EINVAL: a hole, or
 		 * memory userfaultfd cannot watch.  The kernel checks every
-		 * VMA before it changes any, but may fail splitting one:
-		 * undo what nobody else watches.
+		 * VMA before it changes any (so there is nothing to undo, and
+		 * undoing could take the other userfaultfd's pages away from
+		 * it), but may fail splitting one: then undo what nobody
+		 * else watches.
 		 */
 		ret = -errno;
-		nreg = ngap;
+		nreg = ret == -ENOMEM ? ngap : 0;
 		goto unregister;
 	}
 	/* Committed: split the runs straddling s and t, count, insert. */
@@ -382,8 +413,7 @@ static int uffd_watch_add(struct uffd_mon *m, uintptr_t s, uintptr_t t)
 
 unregister:
 	while (nreg--)
-		uffd_ioctl_range(m->uffd, UFFDIO_UNREGISTER,
-				 gap[nreg]->node.start, gap[nreg]->node.end);
+		uffd_unregister(m, gap[nreg]->node.start, gap[nreg]->node.end);
 out:
 	for (i = 0; i < ngap; i++)
 		free(gap[i]);
@@ -426,18 +456,14 @@ static void uffd_watch_del(struct uffd_mon *m, uintptr_t s, uintptr_t t)
 			continue;
 		/* Unregister runs of unwatched pages with one call each. */
 		if (ze != w->node.start) {
-			if (ze > zs)
-				uffd_ioctl_range(m->uffd, UFFDIO_UNREGISTER,
-						 zs, ze);
+			uffd_unregister(m, zs, ze);
 			zs = w->node.start;
 		}
 		ze = w->node.end;
 		rc_itree_remove(&m->watches, &w->node);
 		free(w);
 	}
-	/* Errors (the range is already unmapped) are of no consequence. */
-	if (ze > zs)
-		uffd_ioctl_range(m->uffd, UFFDIO_UNREGISTER, zs, ze);
+	uffd_unregister(m, zs, ze);
 	uffd_watch_merge(m, s, t, &c);
 out:
 	free(spare[0]);
@@ -447,7 +473,8 @@ out:
 
 /* ------------------------------------------------------------ thread */
 
-static void uffd_add_range(struct uffd_mon *m, uintptr_t start, uintptr_t end)
+static void uffd_add_range(struct uffd_mon *m, uintptr_t start, uintptr_t end,
+			   bool gone)
 {
 	if (end <= start)
 		return;
@@ -458,6 +485,7 @@ static void uffd_add_range(struct uffd_mon *m, uintptr_t start, uintptr_t end)
 	}
 	m->ranges[m->nranges].start = start;
 	m->ranges[m->nranges].end = end;
+	m->ranges[m->nranges].gone = gone;
 	m->nranges++;
 }
 
@@ -544,13 +572,17 @@ static int uffd_read_all(struct uffd_mon *m)
 			case UFFD_EVENT_UNMAP:
 			case UFFD_EVENT_REMOVE:
 				uffd_add_range(m, g->arg.remove.start,
-					       g->arg.remove.end);
+					       g->arg.remove.end,
+					       g->event == UFFD_EVENT_UNMAP);
 				break;
 			case UFFD_EVENT_REMAP:
+				/* the VMA moved: ours at 'to', none at 'from' */
 				uffd_add_range(m, g->arg.remap.from,
-					       g->arg.remap.from + g->arg.remap.len);
+					       g->arg.remap.from + g->arg.remap.len,
+					       true);
 				uffd_add_range(m, g->arg.remap.to,
-					       g->arg.remap.to + g->arg.remap.len);
+					       g->arg.remap.to + g->arg.remap.len,
+					       false);
 				break;
 			default:
 				break;
@@ -568,12 +600,23 @@ static int uffd_apply_locked(struct uffd_mon *m, struct uffd_client *c)
 	unsigned int i;
 	int n = 0;
 
-	if (m->overflow)
+	if (m->overflow) {
+		uffd_gone_all = true;
 		n += rc_invalidate_range(cache, 0, UINTPTR_MAX, &c->release);
-	else
-		for (i = c->applied; i < m->nranges; i++)
-			n += rc_invalidate_range(cache, m->ranges[i].start,
-						 m->ranges[i].end, &c->release);
+		uffd_gone_all = false;
+	} else {
+		for (i = c->applied; i < m->nranges; i++) {
+			struct uffd_range *r = &m->ranges[i];
+
+			if (r->gone) {
+				uffd_gone_s = r->start;
+				uffd_gone_e = r->end;
+			}
+			n += rc_invalidate_range(cache, r->start, r->end,
+						 &c->release);
+			uffd_gone_s = uffd_gone_e = 0;
+		}
+	}
 	c->applied = m->nranges;
 	c->applied_gen = m->gen;
 	return n;

@@ -444,6 +444,34 @@ static void t_two_caches_threads(void)
 
 /* ------------------------------------------------- foreign userfaultfd */
 
+/* Does the VMA at addr carry VmFlags token flag ("um": uffd missing)? */
+static bool vma_flag(const void *addr, const char *flag)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	unsigned long lo, hi;
+	bool in = false, found = false;
+	char line[512];
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			in = lo <= (uintptr_t)addr && (uintptr_t)addr < hi;
+			continue;
+		}
+		if (in && !strncmp(line, "VmFlags:", 8)) {
+			char *tok = strtok(line + 8, " \n");
+
+			for (; tok; tok = strtok(NULL, " \n"))
+				found |= !strcmp(tok, flag);
+			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
 static void t_foreign(void)
 {
 	struct uffdio_api api = { .api = UFFD_API };
@@ -484,6 +512,9 @@ static void t_foreign(void)
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
+	/* The application's registration is still its own. */
+	CU_ASSERT_TRUE(vma_flag(a, "um"));
+	CU_ASSERT_TRUE(vma_flag(a + psz, "um"));
 	CU_ASSERT_EQUAL(stats(c).uffd_foreign, 2);
 	CU_ASSERT_EQUAL(stats(c).uffd_shared, 0);
 	CU_ASSERT_EQUAL(stats(c).uncached, 2);

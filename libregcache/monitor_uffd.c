@@ -144,8 +144,7 @@ struct uffd_mon {
 	int stop_fd;		/* eventfd: ask the thread to exit */
 	bool user_mode_only;
 	bool wp;		/* register in write-protect mode */
-	unsigned int fork_gen;	/* rc_fork_gen and pid at creation */
-	pid_t pid;
+	pid_t pid;		/* of the process that created it */
 	_Atomic long refs;	/* clients */
 	pthread_t thread;
 	pthread_mutex_t lock;	/* clients */
@@ -193,10 +192,16 @@ static struct uffd_client *uc(const struct regcache *cache)
 	return cache->mon_priv;
 }
 
-/* Created by our parent: no thread here, the descriptor is the parent's. */
+/*
+ * Created by our parent: no thread here, the descriptor is the parent's.
+ * getpid() sees children of fork and of a raw clone alike; it is a system
+ * call, but this is asked only when a cache is created or destroyed.
+ * (A CLONE_VM child without CLONE_THREAD shares the parent's memory and
+ * would make a monitor of its own: such children make no caches.)
+ */
 static bool uffd_mon_forked(const struct uffd_mon *m)
 {
-	return m->fork_gen != atomic_load(&rc_fork_gen) || m->pid != getpid();
+	return m->pid != getpid();
 }
 
 static int uffd_ioctl_range(int fd, unsigned long req, uintptr_t start,
@@ -755,7 +760,6 @@ static int uffd_mon_create(struct uffd_mon **mp, bool missing,
 		return -ENOMEM;
 	}
 	m->psz = (size_t)sysconf(_SC_PAGESIZE);
-	m->fork_gen = atomic_load(&rc_fork_gen);
 	m->pid = getpid();
 	ret = uffd_open(&m->user_mode_only);
 	if (ret < 0) {
@@ -833,12 +837,16 @@ static void uffd_mon_free(struct uffd_mon *m, bool forked)
 		pthread_mutex_destroy(&m->lock);
 	}
 	/*
-	 * Closing the uffd unregisters every range and wakes any faulter
-	 * (in a child: closes only the child's copy).  A child's index is
-	 * the parent's at fork time; its locks may be held: just free it.
+	 * Closing the uffd unregisters every range and wakes any faulter.
+	 * A child closes nothing: it may have closed the inherited numbers
+	 * and reused them for files of its own (the copies are O_CLOEXEC).
+	 * Its index is the parent's at fork time; its locks may be held:
+	 * just free it.
 	 */
-	close(m->uffd);
-	close(m->stop_fd);
+	if (!forked) {
+		close(m->uffd);
+		close(m->stop_fd);
+	}
 	rc_itree_visit_all(&m->watches, uffd_free_watch, NULL);
 	free(m);
 }
@@ -909,8 +917,10 @@ static void uffd_stop(struct regcache *cache)
 	bool last;
 
 	if (rc_forked(cache) || uffd_mon_forked(m)) {
-		/* The parent's monitor: no thread and no lock to take here. */
-		close(c->notify_fd);
+		/*
+		 * The parent's monitor: no thread, no lock to take, and no
+		 * descriptor to close here (see uffd_mon_free).
+		 */
 		free(c);
 		cache->mon_priv = NULL;
 		if (atomic_fetch_sub(&m->refs, 1) == 1)

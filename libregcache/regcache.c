@@ -866,11 +866,11 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 	struct rc_list release;
 	struct regcache_entry *e;
 	bool merged, stale, grow = true;
-	int unwatched = 0;		/* why the monitor refused the request */
 	enum rc_try level;
 	unsigned int tries;
 	size_t i;
 	int ret = 0;
+	int unwatched = 0;	/* why the monitor refused the request */
 
 	memset(&m, 0, sizeof(m));
 	rc_list_init(&release);

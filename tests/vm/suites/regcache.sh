@@ -40,6 +40,9 @@ rc_run "uffd verbs missing" env REGCACHE_UFFD_MODE=missing \
 	timeout 400 "$T/test_regcache_uffd_verbs" uffd-verbs/memfd_punch_write \
 	uffd-verbs/untouched_pinned uffd-verbs/two_caches_write
 
+rc_run "uffd agents" env RXE_DEV="$RXE_DEV" \
+	timeout 300 "$T/test_rdmaxfer_uffd_agents"
+
 # Benchmarks: not pass/fail; a point only says that they ran.
 if [ -x "$T/bench_regcache" ]; then
 	rc_check "bench (rxe, monitors)" sh -c "timeout 400 '$T/bench_regcache' --vm \

@@ -816,10 +816,14 @@ free_mon:
 	return ret;
 }
 
-static int uffd_free_watch(struct rc_itree_node *n, void *arg)
+/* Post-order: a visit would read a node after the callback freed it. */
+static void uffd_free_watches(struct rc_itree_node *n)
 {
+	if (!n)
+		return;
+	uffd_free_watches(n->left);
+	uffd_free_watches(n->right);
 	free(n);
-	return 0;
 }
 
 /* The last client left (or a child drops its parent's monitor). */
@@ -847,7 +851,7 @@ static void uffd_mon_free(struct uffd_mon *m, bool forked)
 		close(m->uffd);
 		close(m->stop_fd);
 	}
-	rc_itree_visit_all(&m->watches, uffd_free_watch, NULL);
+	uffd_free_watches(m->watches.root);
 	free(m);
 }
 

@@ -156,11 +156,13 @@ struct uffd_mon {
 	pthread_mutex_t watch_lock;
 	struct rc_itree watches;	/* struct uffd_watch, disjoint */
 	size_t psz;
+	/* bumped by the thread when ranges/overflow change; a new client
+	 * reads it under 'lock' */
+	_Atomic uint64_t gen;
 	/* thread-private */
 	struct uffd_range ranges[UFFD_RANGES];
 	unsigned int nranges;
 	bool overflow;		/* lost ranges: drop every entry */
-	uint64_t gen;		/* bumped when ranges/overflow change */
 	uintptr_t faults[UFFD_FAULTS];	/* unresolved, retried */
 	unsigned int nfaults;
 };
@@ -897,7 +899,7 @@ static int uffd_start(struct regcache *cache, const char **why)
 	c->mon = m;
 	pthread_mutex_lock(&m->lock);
 	/* Ranges read before we came are no-ops on an empty cache. */
-	c->applied_gen = m->gen - 1;
+	c->applied_gen = atomic_load(&m->gen) - 1;
 	c->next = m->clients;
 	m->clients = c;
 	pthread_mutex_unlock(&m->lock);

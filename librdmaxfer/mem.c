@@ -50,30 +50,17 @@ static int check_kind(enum rdmaxfer_mem_kind kind)
 }
 
 /*
- * A cache get that survives never-touched memory.  With the userfaultfd
- * monitor the range is watched for missing pages, and the pinning fault
- * ibv_reg_mr takes inside the kernel on a page that was never touched can
- * fail with -EFAULT (see libregcache(7), uffd limits).  Reading each page
- * once maps the zero page, after which pinning only needs a copy-on-write
- * fault, which userfaultfd does not intercept; then retry.
+ * The cache get behind handles and transfers.  Never-touched memory needs
+ * nothing special here: libregcache's uffd monitor watches in
+ * write-protect mode (or populates before a missing-mode watch), so the
+ * pin inside ibv_reg_mr succeeds as it does without a cache.  Nothing in
+ * this process reads the buffer: a bad pointer comes back as the
+ * registration's -EFAULT, never as a fault here.
  */
 int rx_cache_get(struct regcache *cache, void *addr, size_t len,
 		 uint32_t access, unsigned int flags,
 		 struct regcache_entry **entryp)
 {
-	const volatile uint8_t *p;
-	uintptr_t page = 4096, a, end;
-	int ret;
-
-	ret = regcache_get_flags(cache, addr, len, access, flags, entryp);
-	if (ret != -EFAULT)
-		return ret;
-	end = (uintptr_t)addr + len;
-	for (a = (uintptr_t)addr & ~(page - 1); a < end; a += page) {
-		p = (const volatile uint8_t *)(a < (uintptr_t)addr ?
-					       (uintptr_t)addr : a);
-		(void)*p;
-	}
 	return regcache_get_flags(cache, addr, len, access, flags, entryp);
 }
 

@@ -984,6 +984,21 @@ static int rc_get_uncached(struct regcache *cache, uintptr_t start, uintptr_t en
 	return 0;
 }
 
+/*
+ * A get served uncached because the monitor refused to watch the request:
+ * -EBUSY, another userfaultfd owns it; -EMEDIUMTYPE, a shared or file
+ * mapping whose changes the monitor cannot see (see monitor_uffd.c).
+ */
+static void rc_count_unwatched(struct regcache *cache, int err)
+{
+	if (err == -EBUSY)
+		atomic_fetch_add_explicit(&cache->uffd_foreign, 1,
+					  memory_order_relaxed);
+	else if (err == -EMEDIUMTYPE)
+		atomic_fetch_add_explicit(&cache->uffd_shared, 1,
+					  memory_order_relaxed);
+}
+
 static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 		       uint32_t access, struct regcache_entry **entryp)
 {
@@ -995,6 +1010,7 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 	unsigned int tries;
 	size_t i;
 	int ret = 0;
+	int unwatched = 0;	/* why the monitor refused the request */
 
 	memset(&m, 0, sizeof(m));
 	rc_list_init(&release);
@@ -1057,6 +1073,7 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 		for (i = 0; i < m.ncovered; i++)
 			atomic_fetch_add(&m.covered[i]->refs, RC_REF_USER);
 		ret = rc_subscribe_try(cache, e, &m, &level, &release);
+		unwatched = ret;
 		if (ret)
 			e->cached = false;	/* cannot watch it: do not keep it */
 		rc_list_add_tail(&cache->pending, &e->link);
@@ -1080,7 +1097,9 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 			    !rc_grow_shrink(&m))
 				rc_try_next(&m, &level, &release);
 			atomic_store(&e->stale, 0);
-			e->cached = !rc_subscribe_try(cache, e, &m, &level, &release);
+			unwatched = rc_subscribe_try(cache, e, &m, &level,
+						     &release);
+			e->cached = !unwatched;
 			rc_brlock_write_unlock(&cache->lock);
 			rc_release_list(cache, &release);
 			ret = rc_register_evict(cache, e, level != RC_TRY_GROWN);
@@ -1181,9 +1200,11 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 		rc_merge_unref(&m, &release);
 		rc_brlock_write_unlock(&cache->lock);
 		rc_release_list(cache, &release);
-		if (!e->cached)
+		if (!e->cached) {
 			atomic_fetch_add_explicit(&cache->uncached, 1,
 						  memory_order_relaxed);
+			rc_count_unwatched(cache, unwatched);
+		}
 		free(m.covered);
 		*entryp = e;
 		return 0;
@@ -1308,7 +1329,7 @@ static int rc_get_exact_slow(struct regcache *cache, struct rc_xfind *f,
 	struct regcache_entry *e;
 	unsigned int tries;
 	size_t len;
-	int ret;
+	int ret, unwatched = 0;
 
 	rc_list_init(&release);
 	for (tries = 0; tries < RC_GET_RETRIES; tries++) {
@@ -1340,7 +1361,8 @@ static int rc_get_exact_slow(struct regcache *cache, struct rc_xfind *f,
 		}
 		rc_exact_init(e, f);
 		/* cannot watch it: register it all the same, uncached */
-		e->cached = !rc_subscribe_locked(cache, e, &release);
+		unwatched = rc_subscribe_locked(cache, e, &release);
+		e->cached = !unwatched;
 		rc_list_add_tail(&cache->pending, &e->link);
 		rc_brlock_write_unlock(&cache->lock);
 		rc_release_list(cache, &release);
@@ -1391,9 +1413,11 @@ static int rc_get_exact_slow(struct regcache *cache, struct rc_xfind *f,
 		}
 		rc_brlock_write_unlock(&cache->lock);
 		rc_release_list(cache, &release);
-		if (!e->cached)
+		if (!e->cached) {
 			atomic_fetch_add_explicit(&cache->uncached, 1,
 						  memory_order_relaxed);
+			rc_count_unwatched(cache, unwatched);
+		}
 		*entryp = e;
 		return 0;
 	}

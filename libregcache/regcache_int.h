@@ -71,7 +71,12 @@ struct rc_monitor_ops {
 	/* Open the monitor; 0, or -errno with *why saying why (for the log). */
 	int (*start)(struct regcache *cache, const char **why);
 	void (*stop)(struct regcache *cache);
-	/* Watch an entry's range.  Write lock held.  -ENOSPC: evict and retry. */
+	/*
+	 * Watch an entry's range.  Write lock held.  -ENOSPC: evict and
+	 * retry.  Any error leaves the request uncached; -EBUSY (another
+	 * owner) and -EMEDIUMTYPE (memory whose changes the monitor cannot
+	 * see) are counted as uffd_foreign and uffd_shared.
+	 */
 	int (*subscribe)(struct regcache *cache, struct regcache_entry *e);
 	/* Stop watching.  Write lock held; e is already out of the index. */
 	void (*unsubscribe)(struct regcache *cache, struct regcache_entry *e);

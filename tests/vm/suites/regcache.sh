@@ -6,8 +6,9 @@
 # fork/raw clone/thread-exit/membarrier tests with both monitors,
 # the end-to-end verbs test on rxe (an RDMA WRITE through a cached key
 # must land in the new memory after munmap/mmap and brk reuse), what a
-# miss registers and pins (growth, RLIMIT_MEMLOCK, churn), and the
-# benchmarks, whose output goes to $RC_RESULTS.
+# miss registers and pins (growth, RLIMIT_MEMLOCK, churn), the uffd
+# monitor's own tests (host program, then end to end on rxe, also in
+# missing mode), and the benchmarks, whose output goes to $RC_RESULTS.
 . "$RC_SRCDIR/tests/vm/guest-lib.sh"
 
 T=$RC_BUILDDIR/tests
@@ -47,6 +48,21 @@ rc_run "pin kmod" env RXE_DEV="$RXE_DEV" RC_TEST_MONITOR=kmod \
 rc_run "memlock 1 MiB kmod" sh -c "ulimit -l 1024 && exec setpriv \
 	--inh-caps=-ipc_lock --bounding-set=-ipc_lock env RXE_DEV='$RXE_DEV' \
 	RC_TEST_MONITOR=kmod timeout 300 '$T/test_regcache_pin' memlock"
+
+# The uffd monitor: host unit tests on this kernel (6.1 has no
+# PROCMAP_QUERY), then end to end on rxe.
+rc_run "uffd" timeout 300 "$T/test_regcache_uffd"
+rc_run "uffd verbs" env RXE_DEV="$RXE_DEV" RXE_GID_INDEX="$RXE_GID_INDEX" \
+	timeout 400 "$T/test_regcache_uffd_verbs"
+# The missing-mode fallback (kernels without write-protect mode): the
+# populate before the watch keeps never-touched memory registrable.
+rc_run "uffd verbs missing" env REGCACHE_UFFD_MODE=missing \
+	RXE_DEV="$RXE_DEV" RXE_GID_INDEX="$RXE_GID_INDEX" \
+	timeout 400 "$T/test_regcache_uffd_verbs" uffd-verbs/memfd_punch_write \
+	uffd-verbs/untouched_pinned uffd-verbs/two_caches_write
+
+rc_run "uffd agents" env RXE_DEV="$RXE_DEV" \
+	timeout 300 "$T/test_rdmaxfer_uffd_agents"
 
 # Benchmarks: not pass/fail; a point only says that they ran.
 if [ -x "$T/bench_regcache" ]; then

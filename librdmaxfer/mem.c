@@ -45,6 +45,9 @@ int rx_cache_get(struct regcache *cache, void *addr, size_t len,
 	ret = regcache_get(cache, addr, len, RX_ACCESS, entryp);
 	if (ret != -EFAULT)
 		return ret;
+	/* bad memory (unmapped, PROT_NONE): the probe would crash */
+	if (!rx_range_accessible(addr, len, false))
+		return -EFAULT;
 	end = (uintptr_t)addr + len;
 	for (a = (uintptr_t)addr & ~(page - 1); a < end; a += page) {
 		p = (const volatile uint8_t *)(a < (uintptr_t)addr ?

@@ -43,6 +43,8 @@ int rx_check_remote(const struct rdmaxfer_peer *peer, uint64_t addr,
 
 	if (!x->n)
 		return 0;
+	if (addr + len < addr)
+		return -ERANGE;
 	/* the last entry at or before (rkey, addr) */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;

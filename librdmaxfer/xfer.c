@@ -671,7 +671,7 @@ int rdmaxfer_xfer_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
 			wr->wr.rdma.rkey = remote[i].rkey;
 			/* a candidate: rx_flush_backlog() inlines it if the
 			 * QP it goes out on was granted that much */
-			if (op == RDMAXFER_OP_WRITE && len <= UINT16_MAX)
+			if (op == RDMAXFER_OP_WRITE)
 				req->base_flags[w] = IBV_SEND_INLINE;
 			req->wr_local[w] = (uint32_t)i;
 			done += len;

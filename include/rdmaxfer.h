@@ -198,7 +198,9 @@ int rdmaxfer_connect(struct rdmaxfer_agent *agent, const char *host,
  * agent described by a metadata blob (rdmaxfer_md_pack()).  The blob
  * carries the remote agent's rdma_cm listen address; the QP exchange then
  * runs over rdma_cm, so one blob per side is enough and no second
- * exchange step is needed.  The remote agent must be listening.
+ * exchange step is needed.  The remote agent must be listening.  The
+ * descriptors in the blob become the peer's exports list (see
+ * rdmaxfer_peer_set_exports()).
  * Errors: those of rdmaxfer_md_parse() and rdmaxfer_connect(), and
  * -EDESTADDRREQ (the blob's agent is not listening).
  */
@@ -302,6 +304,20 @@ int rdmaxfer_mem_desc(const struct rdmaxfer_mem *mem, size_t offset,
 int rdmaxfer_desc_sub(const struct rdmaxfer_desc *desc, uint64_t offset,
 		      uint64_t len, struct rdmaxfer_desc *out);
 
+/*
+ * Tell the library which descriptors the peer exported (replaces the
+ * list; n 0 clears it).  From then on every remote range of a transfer or
+ * atomic prepared on the peer must lie inside one of them, with the same
+ * rkey, or the prepare fails with -ERANGE before anything is posted (a
+ * range the peer refuses would otherwise fail remotely and take the QP and
+ * its other requests down).  Without a list only the bounds are checked.
+ * Errors: -EINVAL (NULL, n over RDMAXFER_MD_MAX_DESCS, unknown kind),
+ * -ERANGE (a descriptor of length 0 or wrapping), -ENOMEM.
+ * Since LIBRDMAXFER_1.1.
+ */
+int rdmaxfer_peer_set_exports(struct rdmaxfer_peer *peer,
+			      const struct rdmaxfer_desc *descs, size_t n);
+
 /* --------------------------------------------------- metadata (blobs) */
 
 #define RDMAXFER_MD_MAGIC	0x4d584452U	/* "RDXM" little-endian */
@@ -370,8 +386,11 @@ struct rdmaxfer_xfer_notif {
  * stripe_threshold bytes are striped over the peer's QPs.  The work
  * requests are built here, once; rdmaxfer_req_post() only re-validates the
  * local registrations through the cache and rings one doorbell per QP.
- * notif may be NULL.  Errors: -EINVAL, -EOPNOTSUPP (remote kind not HOST),
- * -ENOMEM.
+ * notif may be NULL.  Remote descriptors are checked here: -ERANGE for
+ * length 0, a wrapping range, or (with the peer's exports list, see
+ * rdmaxfer_peer_set_exports()) a range outside every exported descriptor
+ * of its rkey.  Errors: -EINVAL, -ERANGE, -EOPNOTSUPP (remote kind not
+ * HOST), -ENOMEM.
  */
 int rdmaxfer_xfer_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
 			  const struct rdmaxfer_iov *local, size_t nlocal,
@@ -384,7 +403,8 @@ int rdmaxfer_xfer_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
  * (8-byte aligned, inside the descriptor).  FADD adds 'operand'; CSWAP
  * stores 'swap' if the word equals 'operand'.  Either way the word's old
  * value lands in *result (8-byte aligned local memory, registered through
- * the cache).  Errors: -EINVAL (op, alignment), -ERANGE (outside desc).
+ * the cache).  Errors: -EINVAL (op, alignment), -ERANGE (outside desc,
+ * or outside the peer's exports list).
  */
 int rdmaxfer_atomic_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
 			    const struct rdmaxfer_desc *remote,
@@ -399,7 +419,8 @@ int rdmaxfer_atomic_set(struct rdmaxfer_req *req, uint64_t operand,
  * Post a prepared request (again).  Returns 0 once its work requests are
  * posted or queued behind earlier requests of the same QP (a full send
  * queue never fails a post).  Errors: -EBUSY (still in progress),
- * -ENOTCONN (peer not connected), registration errors.
+ * -ENOTCONN (peer not connected), -EFAULT (a local buffer is not mapped
+ * or not accessible), other registration errors.
  */
 int rdmaxfer_req_post(struct rdmaxfer_req *req);
 
@@ -476,8 +497,9 @@ struct rdmaxfer_notif {
  * len > 0, a payload of up to RDMAXFER_NOTIF_MSG_MAX bytes (copied; the
  * buffer may be reused at return).  Notifications of one peer arrive in
  * the order they were sent (they all travel on the peer's first QP).
- * Errors: -EMSGSIZE, -ENOTCONN, -EAGAIN (send slots exhausted: progress
- * and retry).
+ * Errors: -EMSGSIZE, -ENOTCONN, -EFAULT (msg not readable), -EAGAIN (this
+ * peer's send slots exhausted: progress and retry; slots are per peer, so
+ * a peer that stops receiving does not block the others), -ENOMEM.
  */
 int rdmaxfer_notif_send(struct rdmaxfer_peer *peer, uint32_t value,
 			const void *msg, size_t len);

@@ -357,13 +357,10 @@ static void *progress_thread(void *arg)
 static int alloc_buffers(struct rdmaxfer_agent *agent)
 {
 	size_t rbytes = (size_t)agent->attr.srq_depth * RDMAXFER_NOTIF_MSG_MAX;
-	size_t sbytes = (size_t)agent->attr.sq_depth * RDMAXFER_NOTIF_MSG_MAX;
-	uint32_t i;
 
+	/* send slots are per peer (notif.c) */
 	agent->recv_buf = aligned_alloc(4096, rbytes);
-	agent->send_buf = aligned_alloc(4096, sbytes);
-	agent->send_free = calloc(agent->attr.sq_depth, sizeof(uint32_t));
-	if (!agent->recv_buf || !agent->send_buf || !agent->send_free)
+	if (!agent->recv_buf)
 		return -ENOMEM;
 	/* internal buffers live as long as the agent: registered directly,
 	 * not through the cache that serves user memory */
@@ -371,12 +368,6 @@ static int alloc_buffers(struct rdmaxfer_agent *agent)
 				    IBV_ACCESS_LOCAL_WRITE);
 	if (!agent->recv_mr)
 		return -errno;
-	agent->send_mr = ibv_reg_mr(agent->pd, agent->send_buf, sbytes, 0);
-	if (!agent->send_mr)
-		return -errno;
-	for (i = 0; i < agent->attr.sq_depth; i++)
-		agent->send_free[i] = agent->attr.sq_depth - 1 - i;
-	agent->send_nfree = agent->attr.sq_depth;
 	return 0;
 }
 
@@ -581,12 +572,8 @@ close_wake:
 destroy_cache:
 	regcache_destroy(agent->cache);
 free_buffers:
-	if (agent->send_mr)
-		ibv_dereg_mr(agent->send_mr);
 	if (agent->recv_mr)
 		ibv_dereg_mr(agent->recv_mr);
-	free(agent->send_free);
-	free(agent->send_buf);
 	free(agent->recv_buf);
 destroy_cm_ch:
 	rdma_destroy_event_channel(agent->cm_ch);
@@ -636,10 +623,7 @@ void rdmaxfer_agent_destroy(struct rdmaxfer_agent *agent)
 	pthread_mutex_unlock(&agent->lock);
 
 	regcache_destroy(agent->cache);
-	ibv_dereg_mr(agent->send_mr);
 	ibv_dereg_mr(agent->recv_mr);
-	free(agent->send_free);
-	free(agent->send_buf);
 	free(agent->recv_buf);
 	rdma_destroy_event_channel(agent->cm_ch);
 	ibv_destroy_srq(agent->srq);

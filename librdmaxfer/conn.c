@@ -120,6 +120,8 @@ void rx_peer_free(struct rdmaxfer_peer *peer)
 	}
 	rx_list_del(&peer->accept_node);
 	rx_list_del(&peer->node);
+	rx_notif_slots_free(peer);
+	rx_exports_free(peer);
 	free(peer);
 }
 
@@ -711,6 +713,12 @@ int rdmaxfer_connect_md(struct rdmaxfer_agent *agent, const void *blob,
 		/* someone else listens there now */
 		rdmaxfer_peer_destroy(*peerp);
 		ret = -ESTALE;
+	}
+	/* what the blob says the peer exported bounds what we target */
+	if (!ret && md->ndescs) {
+		ret = rx_set_exports(*peerp, md->descs, md->ndescs);
+		if (ret)
+			rdmaxfer_peer_destroy(*peerp);
 	}
 	rdmaxfer_md_free(md);
 	return ret;

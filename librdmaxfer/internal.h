@@ -44,6 +44,7 @@ enum rx_tag {
 	RX_TAG_UNSIGNALED = 1,	/* struct rx_slot *, only seen on errors */
 	RX_TAG_SEND = 2,	/* notification send slot index */
 	RX_TAG_RECV = 3,	/* receive buffer index */
+	RX_TAG_TERM = 4,	/* struct rx_qp *: a chain's terminator WR */
 };
 #define RX_TAG_MASK		7ULL
 #define RX_GEN_SHIFT		52
@@ -111,12 +112,47 @@ struct rx_qp {
 	bool established;
 	bool disconnecting;
 	uint32_t sq_used;	/* WRs posted and not yet retired */
-	uint32_t max_inline;
+	uint32_t max_inline;	/* what this QP was granted, not asked for */
 	struct rx_list backlog;	/* struct rx_part waiting for SQ room */
 	/* backlog holds parts posted with RDMAXFER_POST_MORE whose doorbell
 	 * is not rung yet: linked on agent->deferred */
 	bool deferred;
 	struct rx_list defer_node;
+};
+
+/* A signalled zero-length WRITE posted after a doorbell that failed
+ * partway, so the WRs that did go out still get a completion (xfer.c). */
+struct rx_term {
+	struct ibv_send_wr wr;
+	struct rx_qp *q;
+	struct rx_part *riders;
+	uint32_t retire;
+};
+
+/*
+ * A peer's own notification send slots (notif.c), allocated at its first
+ * rdmaxfer_notif_send(): a peer whose receiver stops progressing holds
+ * its own slots and no other peer's.  The slots belong to one generation
+ * of QP 0; a new QP (reconnect) finds them all free again.
+ */
+#define RX_NOTIF_PEER_SLOTS	64
+struct rx_notif_slots {
+	uint8_t *buf;
+	struct ibv_mr *mr;
+	uint32_t *free;		/* stack of free slot indexes */
+	uint32_t nfree, n;
+	uint16_t gen;		/* qps[0].gen the stack is valid for */
+};
+
+/*
+ * The descriptors the application said the peer exported (exports.c),
+ * sorted by (rkey, addr); maxend[i] is the largest addr + len of entries
+ * 0..i of the same rkey, so one binary search finds a containing entry.
+ */
+struct rx_exports {
+	struct rdmaxfer_desc *descs;
+	uint64_t *maxend;
+	size_t n;
 };
 
 struct rdmaxfer_peer {
@@ -136,6 +172,8 @@ struct rdmaxfer_peer {
 	unsigned int rr;		/* next QP for unstriped requests */
 	unsigned int nreqs;		/* prepared requests alive */
 	unsigned int nreqs_active;	/* posted and not complete */
+	struct rx_notif_slots notif;
+	struct rx_exports exports;
 	struct rx_qp qps[RX_MAX_QPS];
 };
 
@@ -251,10 +289,6 @@ struct rdmaxfer_agent {
 
 	uint8_t *recv_buf;
 	struct ibv_mr *recv_mr;
-	uint8_t *send_buf;
-	struct ibv_mr *send_mr;
-	uint32_t *send_free;		/* stack of free send slots */
-	uint32_t send_nfree;
 
 	struct rx_list peers;
 	struct rx_list reqs;
@@ -319,6 +353,18 @@ int rx_cache_get(struct regcache *cache, void *addr, size_t len,
 int rx_post_recv(struct rdmaxfer_agent *agent, uint32_t index);
 void rx_recv_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc);
 void rx_send_slot_done(struct rdmaxfer_agent *agent, struct ibv_wc *wc);
+void rx_notif_slots_free(struct rdmaxfer_peer *peer);
+
+/* exports.c */
+int rx_check_remote(const struct rdmaxfer_peer *peer, uint64_t addr,
+		    uint64_t len, uint32_t rkey);	/* lock held */
+int rx_set_exports(struct rdmaxfer_peer *peer,
+		   const struct rdmaxfer_desc *descs, size_t n);
+void rx_exports_free(struct rdmaxfer_peer *peer);
+
+/* probe.c */
+bool rx_range_accessible(const void *addr, size_t len, bool write);
+int rx_copy_from_user(void *dst, const void *src, size_t len);
 
 /* blob.c (no verbs: also built into the host tests and the fuzzer) */
 #define RX_MD_HDR_LEN		176

@@ -10,6 +10,11 @@
  * its first QP, so a peer's notifications arrive in the order sent.  QPs
  * are connected with infinite RNR retry: a receiver that runs out of
  * buffers slows its senders down instead of failing them.
+ *
+ * A sent message stays in a send slot until its completion, which a
+ * receiver that stops progressing may hold back for ever.  Slots are
+ * therefore per peer (struct rx_notif_slots): a stuck peer exhausts its
+ * own, gets -EAGAIN, and every other peer keeps sending.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -91,6 +96,54 @@ repost:
 	rx_post_recv(agent, index);
 }
 
+/* Lock held: the slots of a peer for QP 0 of the current generation,
+ * allocated at the first send (most peers never send a message). */
+static int notif_slots_get(struct rdmaxfer_peer *peer,
+			   struct rx_notif_slots **sp)
+{
+	struct rdmaxfer_agent *agent = peer->agent;
+	struct rx_notif_slots *s = &peer->notif;
+	uint32_t i;
+
+	if (!s->buf) {
+		uint32_t n = agent->attr.sq_depth < RX_NOTIF_PEER_SLOTS ?
+			     agent->attr.sq_depth : RX_NOTIF_PEER_SLOTS;
+		size_t bytes = (size_t)n * RDMAXFER_NOTIF_MSG_MAX;
+
+		s->buf = aligned_alloc(4096, bytes);
+		s->free = calloc(n, sizeof(*s->free));
+		if (s->buf && s->free)
+			s->mr = ibv_reg_mr(agent->pd, s->buf, bytes, 0);
+		if (!s->mr) {
+			rx_notif_slots_free(peer);
+			return -ENOMEM;
+		}
+		s->n = n;
+		s->gen = (uint16_t)(peer->qps[0].gen - 1);
+	}
+	if (s->gen != peer->qps[0].gen) {
+		/* a new QP: the old one, and what it held, is gone */
+		for (i = 0; i < s->n; i++)
+			s->free[i] = s->n - 1 - i;
+		s->nfree = s->n;
+		s->gen = peer->qps[0].gen;
+	}
+	*sp = s;
+	return 0;
+}
+
+/* Lock held, or the peer is being freed (its QPs are destroyed). */
+void rx_notif_slots_free(struct rdmaxfer_peer *peer)
+{
+	struct rx_notif_slots *s = &peer->notif;
+
+	if (s->mr)
+		ibv_dereg_mr(s->mr);
+	free(s->buf);
+	free(s->free);
+	memset(s, 0, sizeof(*s));
+}
+
 /* Lock held: a notification send completed; its slot is free again. */
 void rx_send_slot_done(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
 {
@@ -98,11 +151,15 @@ void rx_send_slot_done(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
 	uint16_t gen = (uint16_t)(wc->wr_id >> RX_GEN_SHIFT);
 	unsigned int qi;
 	struct rdmaxfer_peer *peer;
+	struct rx_notif_slots *s;
 
-	agent->send_free[agent->send_nfree++] = index;
 	peer = rx_peer_by_qpn(agent, wc->qp_num, &qi);
 	if (!peer || (peer->qps[qi].gen & 0xfff) != gen)
-		return;
+		return;		/* its QP (and the slot stack) is gone */
+	s = &peer->notif;
+	if (s->buf && (s->gen & 0xfff) == gen && index < s->n &&
+	    s->nfree < s->n)
+		s->free[s->nfree++] = index;
 	if (peer->qps[qi].sq_used)
 		peer->qps[qi].sq_used--;
 	if (wc->status != IBV_WC_SUCCESS) {
@@ -113,12 +170,36 @@ void rx_send_slot_done(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
 	}
 }
 
+/*
+ * Lock held.  Notifications use QP 0 only, so QP 0 being up is enough: a
+ * reply to a peer's first message may come before the ESTABLISHED events
+ * of its other QPs (see rx_qp_comm_est()).
+ */
+static bool peer_sendable(const struct rdmaxfer_peer *peer)
+{
+	return peer->qps[0].qp &&
+	       (peer->state == RDMAXFER_PEER_CONNECTED ||
+		(peer->state == RDMAXFER_PEER_CONNECTING &&
+		 peer->qps[0].established));
+}
+
+/* Lock held: a send slot is free and QP 0 can take a WR without
+ * overtaking a queued request. */
+static bool can_send(struct rdmaxfer_peer *peer, struct rx_notif_slots *s)
+{
+	struct rx_qp *q = &peer->qps[0];
+
+	return s->nfree && q->sq_used < peer->agent->attr.sq_depth &&
+	       rx_list_empty(&q->backlog);
+}
+
 RX_EXPORT
 int rdmaxfer_notif_send(struct rdmaxfer_peer *peer, uint32_t value,
 			const void *msg, size_t len)
 {
 	struct rdmaxfer_agent *agent;
 	struct ibv_send_wr wr = { 0 }, *bad;
+	struct rx_notif_slots *s;
 	struct ibv_sge sge;
 	struct rx_qp *q;
 	uint32_t index;
@@ -131,35 +212,44 @@ int rdmaxfer_notif_send(struct rdmaxfer_peer *peer, uint32_t value,
 		return -EMSGSIZE;
 	agent = peer->agent;
 	pthread_mutex_lock(&agent->lock);
-	/*
-	 * Notifications use QP 0 only, so QP 0 being up is enough: a reply
-	 * to a peer's first message may come before the ESTABLISHED events
-	 * of its other QPs (see rx_qp_comm_est()).
-	 */
-	if (peer->state != RDMAXFER_PEER_CONNECTED &&
-	    !(peer->state == RDMAXFER_PEER_CONNECTING && peer->qps[0].established)) {
+	if (!peer_sendable(peer)) {
 		ret = -ENOTCONN;
 		goto unlock;
 	}
 	q = &peer->qps[0];
-	if (!agent->send_nfree || q->sq_used >= agent->attr.sq_depth ||
-	    !rx_list_empty(&q->backlog)) {
+	ret = notif_slots_get(peer, &s);
+	if (ret)
+		goto unlock;
+	if (!can_send(peer, s)) {
 		if (!agent->thread_running)
 			rx_progress_locked(agent);
+		/* the progress call may have failed the peer */
+		if (!peer_sendable(peer)) {
+			ret = -ENOTCONN;
+			goto unlock;
+		}
+		ret = notif_slots_get(peer, &s);
+		if (ret)
+			goto unlock;
 		/* a queued request on QP 0 must not be overtaken */
-		if (!agent->send_nfree || q->sq_used >= agent->attr.sq_depth ||
-		    !rx_list_empty(&q->backlog)) {
+		if (!can_send(peer, s)) {
 			ret = -EAGAIN;
 			goto unlock;
 		}
 	}
-	index = agent->send_free[--agent->send_nfree];
-	slot = agent->send_buf + (size_t)index * RDMAXFER_NOTIF_MSG_MAX;
-	if (len)
-		memcpy(slot, msg, len);
+	index = s->free[--s->nfree];
+	slot = s->buf + (size_t)index * RDMAXFER_NOTIF_MSG_MAX;
+	/* the message may be bad memory: -EFAULT, not a crash */
+	if (len) {
+		ret = rx_copy_from_user(slot, msg, len);
+		if (ret) {
+			s->free[s->nfree++] = index;
+			goto unlock;
+		}
+	}
 	sge.addr = (uintptr_t)slot;
 	sge.length = (uint32_t)len;
-	sge.lkey = agent->send_mr->lkey;
+	sge.lkey = s->mr->lkey;
 	wr.wr_id = ((uint64_t)index << 3) | RX_TAG_SEND |
 		   ((uint64_t)(q->gen & 0xfff) << RX_GEN_SHIFT);
 	wr.opcode = IBV_WR_SEND_WITH_IMM;
@@ -171,7 +261,7 @@ int rdmaxfer_notif_send(struct rdmaxfer_peer *peer, uint32_t value,
 		wr.send_flags |= IBV_SEND_INLINE;
 	ret = ibv_post_send(q->qp, &wr, &bad);
 	if (ret) {
-		agent->send_free[agent->send_nfree++] = index;
+		s->free[s->nfree++] = index;
 		ret = ret > 0 ? -ret : ret;
 		goto unlock;
 	}

@@ -80,9 +80,19 @@ static void qp_undefer(struct rx_qp *q)
 	rx_list_del(&q->defer_node);
 }
 
-/* Lock held: fail every part waiting for room on this QP. */
+/*
+ * Lock held: fail every part waiting for room on this QP.  None of them
+ * reached the send queue (or only their first pieces did, which flush):
+ * they are cancelled, -ECANCELED, not failed with the error of the request
+ * that brought the peer down (err), which the application would otherwise
+ * blame on requests that never ran.  A remote disconnect (err
+ * -ECONNRESET) is reported as such.  It is recorded as a flush, so a
+ * request's own error from a WR that did run still wins.
+ */
 void rx_fail_backlog(struct rx_qp *q, int err)
 {
+	int cerr = err == -ECONNRESET ? -ECONNRESET : -ECANCELED;
+
 	qp_undefer(q);
 	while (!rx_list_empty(&q->backlog)) {
 		struct rx_part *part = rx_container_of(q->backlog.next,
@@ -90,7 +100,7 @@ void rx_fail_backlog(struct rx_qp *q, int err)
 		struct rdmaxfer_req *req = part->req;
 
 		part_dequeue(part);
-		req_set_error(req, err, -1);
+		req_set_error(req, cerr, IBV_WC_WR_FLUSH_ERR);
 		req_check_done(req);
 	}
 }
@@ -124,40 +134,129 @@ static void chain_posted(struct rx_part *part, uint32_t i)
 }
 
 /*
- * Lock held: the doorbell could not take the whole chain.  What was posted
- * (up to bad) is accounted for, so its flush completions retire it; every
- * part of the chain leaves the backlog failed, and the peer fails.
+ * Lock held: the WRs of one doorbell that went out after its last posted
+ * signalled WR (the chain failed partway) need a completion of their own,
+ * or their requests would be reported done while those WRs may still run,
+ * and a flush completion could then name a request already freed.  A
+ * signalled zero-length WRITE (no memory is touched, the rkey is not
+ * checked) retires them: the parts in riders ride on it.  Returns 0 or
+ * the post error.
+ */
+static int post_terminator(struct rx_qp *q, struct rx_part *riders,
+			   uint32_t retire)
+{
+	struct rx_term *t = calloc(1, sizeof(*t));
+	struct ibv_send_wr *bad;
+	struct rx_part *r;
+	int ret;
+
+	if (!t)
+		return -ENOMEM;
+	t->q = q;
+	t->riders = riders;
+	t->retire = retire + 1;
+	t->wr.wr_id = rx_wr_id(t, RX_TAG_TERM, q->gen);
+	t->wr.opcode = IBV_WR_RDMA_WRITE;
+	t->wr.send_flags = IBV_SEND_SIGNALED;
+	ret = ibv_post_send(q->qp, &t->wr, &bad);
+	if (ret) {
+		free(t);
+		return ret > 0 ? -ret : ret;
+	}
+	q->sq_used++;
+	for (r = riders; r; r = r->rider_next)
+		r->req->signals++;
+	return 0;
+}
+
+/*
+ * Lock held: the doorbell took the chain only up to bad (the provider
+ * refused that WR; NULL: none was taken).  What went out is accounted for
+ * as if posted alone, and terminated (post_terminator()) so every WR that
+ * went out completes; the request whose WR was refused fails with err; the
+ * parts after it never reached the send queue and stay in the backlog,
+ * posted by the next flush.  The QP and the other requests live on.  Only
+ * if the terminator cannot be posted either is the QP unusable: the peer
+ * fails and the terminator is posted to the QP in error, where it is
+ * flushed after everything before it; should even that be refused, the
+ * requests whose WRs went out unterminated stay in flight (until the
+ * agent is destroyed) rather than be reported done while a flush may
+ * still name them.
  */
 static void chain_failed(struct rx_qp *q, struct rx_part *last,
 			 struct ibv_send_wr *bad, int err)
 {
+	struct rx_part *pending = NULL, **ptail = &pending;
+	struct rx_part *victim = NULL;
 	struct rx_list *n, *next;
+	uint32_t tail = 0;
 	bool posting = bad != NULL;
 
 	for (n = q->backlog.next; n != &q->backlog; n = next) {
 		struct rx_part *part = backlog_part(n);
-		uint32_t i;
+		uint32_t i, end = part->cursor;
+		bool done = part == last;
 
 		next = n->next;
 		part->wrs[part->seg_end - 1].next = part->seg_next;
-		for (i = part->cursor; i < part->seg_end; i++) {
-			if (&part->wrs[i] == bad)
-				posting = false;
-			if (!posting)
-				break;
-			q->sq_used++;
-			chain_posted(part, i);
+		if (posting) {
+			for (i = part->cursor; i < part->seg_end; i++) {
+				if (&part->wrs[i] == bad) {
+					posting = false;
+					victim = part;
+					break;
+				}
+				q->sq_used++;
+				chain_posted(part, i);
+				if (part->wrs[i].send_flags & IBV_SEND_SIGNALED) {
+					/* it carries what came before */
+					pending = NULL;
+					ptail = &pending;
+					tail = 0;
+				} else {
+					tail++;
+				}
+			}
+			end = i;
+		} else if (!victim) {
+			victim = part;	/* nothing went out: blame the head */
 		}
-		if (!posting)
-			for (i = part->cursor; i < part->seg_end; i++)
-				part->slots[i].riders = NULL;
-		part_dequeue(part);
-		req_set_error(part->req, err, -1);
-		req_check_done(part->req);
-		if (part == last)
+		/* the riders of slots that did not go out are not counted */
+		for (i = end; i < part->seg_end; i++)
+			part->slots[i].riders = NULL;
+		if (end > part->cursor &&
+		    !(part->wrs[end - 1].send_flags & IBV_SEND_SIGNALED)) {
+			part->rider_next = NULL;
+			*ptail = part;
+			ptail = &part->rider_next;
+		}
+		part->cursor = end;
+		if (part == victim) {
+			part_dequeue(part);
+			req_set_error(part->req, err, -1);
+		} else if (part->cursor == part->n) {
+			part_dequeue(part);
+		}
+		if (done)
 			break;
 	}
-	rx_peer_fail(q->peer, err);
+	if (pending && post_terminator(q, pending, tail)) {
+		/*
+		 * The QP takes nothing: fail the peer, which moves it to the
+		 * error state, where a WR posted after the others completes
+		 * (flushed) after all of them.  If even that is refused, keep
+		 * the requests in flight: see above.
+		 */
+		rx_peer_fail(q->peer, err);
+		if (post_terminator(q, pending, tail)) {
+			struct rx_part *r;
+
+			for (r = pending; r; r = r->rider_next)
+				r->req->signals++;
+		}
+	}
+	if (victim)
+		req_check_done(victim->req);
 }
 
 /*
@@ -179,6 +278,7 @@ void rx_flush_backlog(struct rx_qp *q)
 	int ret;
 
 	qp_undefer(q);
+again:
 	if (rx_list_empty(&q->backlog))
 		return;
 	if (!q->qp || q->peer->state != RDMAXFER_PEER_CONNECTED) {
@@ -189,6 +289,11 @@ void rx_flush_backlog(struct rx_qp *q)
 	if (q->sq_used >= agent->attr.sq_depth)
 		return;
 	room = agent->attr.sq_depth - q->sq_used;
+	head = NULL;
+	prev = NULL;
+	riders = NULL;
+	rtail = &riders;
+	since = 0;
 
 	/* build the chain: link each part's piece to the next one's */
 	for (n = q->backlog.next; n != &q->backlog && room; n = n->next) {
@@ -207,6 +312,11 @@ void rx_flush_backlog(struct rx_qp *q)
 			struct rx_slot *slot = &part->slots[i];
 			int flags = part->base_flags[i];
 
+			/* inline only within what this QP was granted */
+			if ((flags & IBV_SEND_INLINE) &&
+			    (wr->num_sge != 1 ||
+			     wr->sg_list->length > q->max_inline))
+				flags &= ~IBV_SEND_INLINE;
 			slot->qp = q->index;
 			slot->riders = NULL;
 			if (++since >= interval ||
@@ -240,9 +350,13 @@ void rx_flush_backlog(struct rx_qp *q)
 	}
 	part->wrs[part->seg_end - 1].next = NULL;
 
+	bad = NULL;
 	ret = ibv_post_send(q->qp, head, &bad);
 	if (ret) {
 		chain_failed(q, part, bad, ret > 0 ? -ret : ret);
+		/* each failure takes one part out of the backlog: this ends */
+		if (q->peer->state == RDMAXFER_PEER_CONNECTED)
+			goto again;
 		return;
 	}
 
@@ -264,6 +378,43 @@ void rx_flush_backlog(struct rx_qp *q)
 	}
 }
 
+/* Lock held: the riders of a signalled completion are done with it. */
+static void riders_done(struct rx_part *r)
+{
+	while (r) {
+		struct rx_part *next = r->rider_next;
+		struct rdmaxfer_req *rq = r->req;
+
+		rq->signals--;
+		req_check_done(rq);
+		r = next;
+	}
+}
+
+/* Lock held: a terminator's completion (post_terminator()). */
+static void term_completion(struct ibv_wc *wc)
+{
+	struct rx_term *t = (struct rx_term *)(uintptr_t)
+			    (wc->wr_id & RX_PTR_MASK & ~RX_TAG_MASK);
+	uint16_t gen = (uint16_t)(wc->wr_id >> RX_GEN_SHIFT);
+	struct rx_qp *q = t->q;
+	uint32_t retire = t->retire;
+	bool live = (q->gen & 0xfff) == gen && q->qpn == wc->qp_num;
+
+	/* its riders are in flight until now, whatever the QP became */
+	riders_done(t->riders);
+	free(t);
+	if (!live)
+		return;
+	q->sq_used -= retire <= q->sq_used ? retire : q->sq_used;
+	if (wc->status != IBV_WC_SUCCESS) {
+		if (wc->status != IBV_WC_WR_FLUSH_ERR)
+			rx_peer_fail(q->peer, rx_wc_errno(wc->status));
+	} else if (!rx_list_empty(&q->backlog)) {
+		rx_flush_backlog(q);
+	}
+}
+
 /* Lock held: a completion of a request's WR. */
 void rx_send_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
 {
@@ -271,18 +422,29 @@ void rx_send_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
 	struct rx_slot *slot = (struct rx_slot *)(uintptr_t)
 			       (id & RX_PTR_MASK & ~RX_TAG_MASK);
 	uint16_t gen = (uint16_t)(id >> RX_GEN_SHIFT);
-	struct rdmaxfer_req *req = slot->req;
-	struct rdmaxfer_peer *peer = req->peer;
-	struct rx_qp *q = &peer->qps[slot->qp];
+	struct rdmaxfer_req *req;
+	struct rdmaxfer_peer *peer;
+	struct rx_qp *q;
 
+	(void)agent;
+	if ((id & RX_TAG_MASK) == RX_TAG_TERM) {
+		term_completion(wc);
+		return;
+	}
+	req = slot->req;
+	peer = req->peer;
+	q = &peer->qps[slot->qp];
 	/* a completion of a QP a reconnect destroyed: its request is gone */
 	if ((q->gen & 0xfff) != gen || q->qpn != wc->qp_num)
 		return;
 	if (wc->status != IBV_WC_SUCCESS) {
 		int err = rx_wc_errno(wc->status);
 
+		/* a flush is -ECANCELED unless the peer went away: not
+		 * -ECONNRESET because our own disconnect (after another
+		 * request failed) was answered */
 		if (wc->status == IBV_WC_WR_FLUSH_ERR &&
-		    peer->state == RDMAXFER_PEER_DISCONNECTED)
+		    peer->error == -ECONNRESET)
 			err = -ECONNRESET;
 		req_set_error(req, err, wc->status);
 		if (wc->status != IBV_WC_WR_FLUSH_ERR)
@@ -294,14 +456,7 @@ void rx_send_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
 		/* the riders' WRs came before this one: they are done (an
 		 * error among them came with its own completion) */
 		slot->riders = NULL;
-		while (r) {
-			struct rx_part *next = r->rider_next;
-			struct rdmaxfer_req *rq = r->req;
-
-			rq->signals--;
-			req_check_done(rq);
-			r = next;
-		}
+		riders_done(r);
 		q->sq_used -= slot->retire <= q->sq_used ? slot->retire :
 							   q->sq_used;
 		req->signals--;
@@ -372,15 +527,39 @@ static void req_register(struct rdmaxfer_req *req)
 	pthread_mutex_unlock(&agent->lock);
 }
 
+/*
+ * What every remote descriptor must be, checked before anything is
+ * posted: a kind we serve, a length, and a range that does not wrap.  A
+ * range the peer refuses would fail at the responder and take the QP, and
+ * every request on it, down with it; rx_check_remote() catches what the
+ * exports list (if the application gave one) rules out the same way.
+ */
 static int check_remote(const struct rdmaxfer_desc *d)
 {
 	if (d->kind >= RDMAXFER_MEM_ODP && d->kind <= RDMAXFER_MEM_DMABUF)
 		return -EOPNOTSUPP;
 	if (d->kind != RDMAXFER_MEM_HOST)
 		return -EINVAL;
-	if (d->addr + d->len < d->addr)
-		return -EINVAL;
+	if (!d->len || d->addr + d->len < d->addr)
+		return -ERANGE;
 	return 0;
+}
+
+/* Each remote range [addr, addr + len) of a request against the peer's
+ * exports (a no-op without a list). */
+static int check_exports(struct rdmaxfer_peer *peer,
+			 const struct rdmaxfer_desc *remote, size_t n)
+{
+	struct rdmaxfer_agent *agent = peer->agent;
+	size_t i;
+	int ret = 0;
+
+	pthread_mutex_lock(&agent->lock);
+	for (i = 0; i < n && !ret; i++)
+		ret = rx_check_remote(peer, remote[i].addr, remote[i].len,
+				      remote[i].rkey);
+	pthread_mutex_unlock(&agent->lock);
+	return ret;
 }
 
 RX_EXPORT
@@ -407,14 +586,16 @@ int rdmaxfer_xfer_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
 		return -EINVAL;
 	agent = peer->agent;
 	for (i = 0; i < nlocal; i++) {
-		if (!local[i].addr || !local[i].len ||
-		    local[i].len != remote[i].len)
-			return -EINVAL;
 		ret = check_remote(&remote[i]);
 		if (ret)
 			return ret;
+		if (!local[i].addr || local[i].len != remote[i].len)
+			return -EINVAL;
 		total += local[i].len;
 	}
+	ret = check_exports(peer, remote, nremote);
+	if (ret)
+		return ret;
 	nqps = peer->nqps;
 	striped = nqps > 1 && total >= agent->attr.stripe_threshold;
 	maxp = agent->info.max_msg_size ? agent->info.max_msg_size :
@@ -488,8 +669,9 @@ int rdmaxfer_xfer_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
 				     IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
 			wr->wr.rdma.remote_addr = remote[i].addr + done;
 			wr->wr.rdma.rkey = remote[i].rkey;
-			if (op == RDMAXFER_OP_WRITE &&
-			    len <= agent->info.max_inline)
+			/* a candidate: rx_flush_backlog() inlines it if the
+			 * QP it goes out on was granted that much */
+			if (op == RDMAXFER_OP_WRITE)
 				req->base_flags[w] = IBV_SEND_INLINE;
 			req->wr_local[w] = (uint32_t)i;
 			done += len;
@@ -561,6 +743,11 @@ int rdmaxfer_atomic_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
 	if ((addr & 7) || ((uintptr_t)result & 7))
 		return -EINVAL;
 	agent = peer->agent;
+	pthread_mutex_lock(&agent->lock);
+	ret = rx_check_remote(peer, addr, 8, remote->rkey);
+	pthread_mutex_unlock(&agent->lock);
+	if (ret)
+		return ret;
 	ret = req_alloc(&req, 1, 1);
 	if (ret)
 		return ret;

@@ -14,6 +14,8 @@ access="$RC_BUILDDIR/tests/test_rdmaxfer_access"
 rc_run "rdmaxfer (uffd monitor)" timeout 400 env REGCACHE_MONITOR=uffd "$prog"
 rc_run "rdmaxfer access (uffd monitor)" timeout 400 \
 	env REGCACHE_MONITOR=uffd "$access"
+rc_run "rdmaxfer checks" timeout 240 env REGCACHE_MONITOR=uffd \
+	"$RC_BUILDDIR/tests/test_rdmaxfer_checks"
 
 if [ -f "$RC_KMOD" ] && insmod "$RC_KMOD"; then
 	i=0

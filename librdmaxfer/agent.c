@@ -371,13 +371,20 @@ static void async_handle(struct rdmaxfer_agent *agent,
 
 	switch (ev->type) {
 	case IBV_EVENT_QP_FATAL:
-	case IBV_EVENT_QP_REQ_ERR:
-	case IBV_EVENT_QP_ACCESS_ERR:
 	case IBV_EVENT_PATH_MIG_ERR:
 		peer = rx_peer_by_qpn(agent, ev->qpn, &qi);
 		if (peer)
-			rx_peer_fail(peer, ev->type == IBV_EVENT_QP_ACCESS_ERR ?
-					   -EACCES : -EIO);
+			rx_peer_fail(peer, -EIO);
+		break;
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+		/* our QP responded with a NAK: the remote requester learns
+		 * the precise error from it (see rx_peer_fail_quiet()) */
+		peer = rx_peer_by_qpn(agent, ev->qpn, &qi);
+		if (peer)
+			rx_peer_fail_quiet(peer,
+					   ev->type == IBV_EVENT_QP_ACCESS_ERR ?
+					   -EACCES : -EREMOTEIO);
 		break;
 	case IBV_EVENT_COMM_EST:
 		/* data before the RTU on a passive QP: tell the CM */

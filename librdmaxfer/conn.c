@@ -283,6 +283,26 @@ void rx_peer_abort(struct rdmaxfer_peer *peer, int err)
 	}
 }
 
+/*
+ * Lock held.  A responder-side QP error (an access or request error the
+ * remote requester is told of through its NAKed completion): fail the
+ * peer without a DREQ, which could overtake that NAK and turn the
+ * remote's precise error into a flush.  The remote's own failure
+ * disconnects; if it does not, destroying the ids does (the kernel's CM
+ * sends the DREQ of an id destroyed while established).
+ */
+void rx_peer_fail_quiet(struct rdmaxfer_peer *peer, int err)
+{
+	unsigned int i;
+
+	if (peer->state == RDMAXFER_PEER_CONNECTED ||
+	    peer->state == RDMAXFER_PEER_CONNECTING)
+		for (i = 0; i < peer->nqps; i++)
+			if (peer->qps[i].id)
+				peer->qps[i].disconnecting = true;
+	rx_peer_fail(peer, err);
+}
+
 /* Lock held: fail every peer of the agent (port down, device lost). */
 void rx_fail_all(struct rdmaxfer_agent *agent, int err, bool abort)
 {

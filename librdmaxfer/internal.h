@@ -333,6 +333,7 @@ int rx_cm_event_locked(struct rdmaxfer_agent *agent, struct rdma_cm_event *ev);
 void rx_peer_fail(struct rdmaxfer_peer *peer, int err);
 void rx_peer_free(struct rdmaxfer_peer *peer);
 void rx_peer_abort(struct rdmaxfer_peer *peer, int err);
+void rx_peer_fail_quiet(struct rdmaxfer_peer *peer, int err);
 void rx_fail_all(struct rdmaxfer_agent *agent, int err, bool abort);
 void rx_check_deadlines(struct rdmaxfer_agent *agent);
 /* How long a failed peer's QPs may take to flush before its requests are

@@ -50,10 +50,11 @@ rc_run "rdmaxfer robust (port down)" sh -c \
 
 rxe_readd()
 {
-	rdma link delete "$RXE_DEV" 2>/dev/null
+	rdma link show 2>/dev/null | grep -q "^link $RXE_DEV/" &&
+		rdma link delete "$RXE_DEV"
 	rdma link add "$RXE_DEV" type rxe netdev eth0 || return 1
 	i=0
-	until rdma link show "$RXE_DEV" 2>/dev/null | grep -q "state ACTIVE"; do
+	until rdma link show 2>/dev/null | grep -q "^link $RXE_DEV/1 state ACTIVE"; do
 		[ $i -lt 50 ] || return 1
 		sleep 0.2
 		i=$((i + 1))
@@ -64,7 +65,7 @@ rc_check "rxe device re-created" rxe_readd
 rc_run "rdmaxfer robust (device removal)" timeout 120 "$robust" --removal
 # `rdma link delete` finishes when the test process has closed the device
 i=0
-while rdma link show "$RXE_DEV" >/dev/null 2>&1 && [ $i -lt 100 ]; do
+while rdma link show 2>/dev/null | grep -q "^link $RXE_DEV/" && [ $i -lt 100 ]; do
 	sleep 0.2
 	i=$((i + 1))
 done

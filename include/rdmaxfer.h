@@ -75,7 +75,9 @@ struct rdmaxfer_agent_attr {
 	int gid_index;
 	uint32_t sq_depth;		/* send WRs per QP (default 256) */
 	uint32_t srq_depth;		/* receive buffers of the agent (default 256) */
-	uint32_t cq_depth;		/* CQ entries (default 4096) */
+	/* initial CQ entries (default 4096); the CQ grows as QPs are added
+	 * so that every QP's send queue and the SRQ always fit */
+	uint32_t cq_depth;
 	uint32_t qps_per_peer;		/* RC QPs per peer (default 1, max 16) */
 	/* signal at least every N work requests of a QP (default sq_depth / 4) */
 	uint32_t signal_interval;
@@ -93,8 +95,15 @@ struct rdmaxfer_agent_attr {
 	size_t cache_max_bytes;		/* 0: libregcache default */
 	const char *name;		/* shown in metadata; NULL: "rdmaxfer" */
 	uint32_t flags;			/* RDMAXFER_AGENT_* */
-	uint64_t reserved[4];		/* must be zero */
+	/* passive peers not yet handed out by rdmaxfer_accept() (handshaking
+	 * or waiting in the accept queue) beyond which new connection
+	 * attempts are refused (default RDMAXFER_DEF_MAX_HALF_OPEN) */
+	uint32_t max_half_open;
+	uint32_t reserved32;		/* must be zero */
+	uint64_t reserved[3];		/* must be zero */
 };
+
+#define RDMAXFER_DEF_MAX_HALF_OPEN	64
 
 /* Fill attr with defaults (gid_index -1, max_inline 64, the rest 0). */
 void rdmaxfer_agent_attr_init(struct rdmaxfer_agent_attr *attr);
@@ -132,8 +141,13 @@ struct rdmaxfer_agent_info {
 	/* RDMAXFER_AGENT_* in effect, variables applied (so
 	 * RDMAXFER_AGENT_CACHE_RKEYS says how remote keys live) */
 	uint32_t flags;
+	/* counters, read at the time of the query */
+	uint32_t cq_entries;		/* current CQ capacity */
+	uint32_t npeers;		/* peers alive, any state */
+	uint32_t npeers_half_open;	/* passive, not handed out yet */
+	uint32_t max_half_open;
 	uint32_t reserved32;
-	uint64_t reserved[3];
+	uint64_t reserved[1];
 };
 int rdmaxfer_agent_query(struct rdmaxfer_agent *agent,
 			 struct rdmaxfer_agent_info *info);

@@ -8,6 +8,12 @@
  * notifications and the registration cache.  Progress (polling the CQ and
  * reading CM events) runs either in the caller's test/wait/progress calls
  * or in one thread of the agent's own; both take the agent mutex.
+ *
+ * Nothing may hang: the CQ is sized (and grown) for every QP's send queue
+ * plus the SRQ, so it cannot overflow; the device's async events (QP and
+ * CQ errors, port down, device fatal) fail the peers they concern; and a
+ * failed peer whose requests do not flush within RX_FLUSH_TIMEOUT_MS has
+ * them failed without their completions (conn.c, rx_check_deadlines()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +35,9 @@
 #define DEF_STRIPE		(64U * 1024)
 #define DEF_CM_TIMEOUT_MS	5000
 #define POLL_BATCH		32
+/* what a CQ grows by at least, so adding peers one by one does not
+ * resize it every time */
+#define CQ_GROW_MIN		256
 /* a blocked waiter re-checks at least this often (another thread may have
  * consumed the channel event that concerned it) */
 #define BLOCK_SLICE_MS		20
@@ -159,6 +168,298 @@ static int set_nonblock(int fd)
 	return 0;
 }
 
+/*
+ * Lock held.  Reserve CQ entries for a new QP's send queue, growing the CQ
+ * when it would not hold them all.  -ENOSPC only when the device's
+ * max_cqe cannot hold every QP's send queue plus the SRQ.
+ */
+int rx_cq_reserve(struct rdmaxfer_agent *agent, uint32_t entries)
+{
+	uint64_t need = (uint64_t)agent->cq_need + agent->cq_stale + entries;
+	uint64_t max = (uint64_t)agent->dev_attr.max_cqe, size;
+	int ret;
+
+	if (need > agent->cq_size) {
+		if (need > max)
+			return -ENOSPC;
+		size = (uint64_t)agent->cq_size * 2;
+		if (size < need + CQ_GROW_MIN)
+			size = need + CQ_GROW_MIN;
+		if (size > max)
+			size = max;
+		ret = ibv_resize_cq(agent->cq, (int)size);
+		if (ret && size != need)
+			ret = ibv_resize_cq(agent->cq, (int)need);
+		if (ret)
+			return ret > 0 ? -ret : -ENOSPC;
+		agent->cq_size = (uint32_t)agent->cq->cqe;
+		if (agent->cq_size < need)
+			return -ENOSPC;
+		agent->info.cq_entries = agent->cq_size;
+		/* re-arm on the next sleep: a resize may drop the arming */
+		agent->cq_armed = false;
+	}
+	agent->cq_need += entries;
+	return 0;
+}
+
+/* Lock held.  A QP's send queue is gone; its completions may still sit in
+ * the CQ until it is next seen empty (rx_poll_cq_locked()). */
+void rx_cq_release(struct rdmaxfer_agent *agent, uint32_t entries)
+{
+	agent->cq_need -= entries <= agent->cq_need ? entries : agent->cq_need;
+	agent->cq_stale += entries;
+}
+
+/* Lock held: note a peer deadline (see rx_check_deadlines()). */
+void rx_set_deadline(struct rdmaxfer_agent *agent, int64_t when)
+{
+	if (!agent->next_deadline_ns || when < agent->next_deadline_ns)
+		agent->next_deadline_ns = when;
+}
+
+/*
+ * Async events.  They are read from the device context's async fd, which
+ * belongs to librdmacm's context of the device and so is shared by every
+ * agent of the process on that device: whichever agent reads an event
+ * hands a copy to each agent it may concern (QP events to all of them, as
+ * QP numbers are looked up under each agent's own lock; CQ and SRQ events
+ * to their owner; port events to the agents of that port), wakes them and
+ * acks it at once (ibv_destroy_qp() waits for the acks of its events).
+ * The global lock nests inside agent locks and never the other way.
+ */
+struct rx_async_dev {
+	struct ibv_context *ctx;
+	struct rx_list agents;
+	struct rx_async_dev *next;
+};
+
+static pthread_mutex_t async_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rx_async_dev *async_devs;
+
+static struct rx_async_dev *async_dev_find(struct ibv_context *ctx)
+{
+	struct rx_async_dev *d;
+
+	for (d = async_devs; d; d = d->next)
+		if (d->ctx == ctx)
+			return d;
+	return NULL;
+}
+
+static int async_register(struct rdmaxfer_agent *agent)
+{
+	struct rx_async_dev *d;
+	int ret = 0;
+
+	pthread_mutex_lock(&async_lock);
+	d = async_dev_find(agent->ctx);
+	if (!d) {
+		d = calloc(1, sizeof(*d));
+		if (!d) {
+			ret = -ENOMEM;
+			goto unlock;
+		}
+		ret = set_nonblock(agent->ctx->async_fd);
+		if (ret) {
+			free(d);
+			goto unlock;
+		}
+		d->ctx = agent->ctx;
+		rx_list_init(&d->agents);
+		d->next = async_devs;
+		async_devs = d;
+	}
+	rx_list_add_tail(&d->agents, &agent->async_node);
+unlock:
+	pthread_mutex_unlock(&async_lock);
+	return ret;
+}
+
+static void async_unregister(struct rdmaxfer_agent *agent)
+{
+	pthread_mutex_lock(&async_lock);
+	rx_list_del(&agent->async_node);
+	/* the rx_async_dev stays: the context outlives agents (librdmacm
+	 * keeps it open), and another agent may come */
+	pthread_mutex_unlock(&async_lock);
+}
+
+/* Global lock held: queue ev for agent a and wake it if it is not self. */
+static void async_push(struct rdmaxfer_agent *a, struct rdmaxfer_agent *self,
+		       const struct rx_async_ev *ev)
+{
+	uint64_t one = 1;
+
+	if (a->async_count == RX_ASYNC_RING) {
+		a->async_lost = true;
+	} else {
+		a->async_ring[(a->async_head + a->async_count) %
+			      RX_ASYNC_RING] = *ev;
+		a->async_count++;
+	}
+	if (a != self && write(a->wake_fd, &one, sizeof(one)) < 0) {
+		/* the counter is saturated: a wakeup is pending anyway */
+	}
+}
+
+/* Global lock held: read every pending event of the device, dispatch. */
+static void async_read(struct rdmaxfer_agent *self, struct rx_async_dev *d)
+{
+	struct ibv_async_event ae;
+	struct rx_list *l;
+
+	while (!ibv_get_async_event(d->ctx, &ae)) {
+		struct rx_async_ev ev = { .type = ae.event_type };
+
+		switch (ae.event_type) {
+		case IBV_EVENT_QP_FATAL:
+		case IBV_EVENT_QP_REQ_ERR:
+		case IBV_EVENT_QP_ACCESS_ERR:
+		case IBV_EVENT_PATH_MIG_ERR:
+		case IBV_EVENT_COMM_EST:
+			ev.qpn = ae.element.qp->qp_num;
+			break;
+		case IBV_EVENT_PORT_ERR:
+		case IBV_EVENT_PORT_ACTIVE:
+			ev.port = (uint8_t)ae.element.port_num;
+			break;
+		default:
+			break;
+		}
+		for (l = d->agents.next; l != &d->agents; l = l->next) {
+			struct rdmaxfer_agent *a =
+				rx_container_of(l, struct rdmaxfer_agent,
+						async_node);
+
+			switch (ae.event_type) {
+			case IBV_EVENT_CQ_ERR:
+				if (ae.element.cq == a->cq)
+					async_push(a, self, &ev);
+				break;
+			case IBV_EVENT_SRQ_ERR:
+				if (ae.element.srq == a->srq)
+					async_push(a, self, &ev);
+				break;
+			case IBV_EVENT_PORT_ERR:
+			case IBV_EVENT_PORT_ACTIVE:
+				if (ev.port == a->info.port)
+					async_push(a, self, &ev);
+				break;
+			case IBV_EVENT_QP_FATAL:
+			case IBV_EVENT_QP_REQ_ERR:
+			case IBV_EVENT_QP_ACCESS_ERR:
+			case IBV_EVENT_PATH_MIG_ERR:
+			case IBV_EVENT_COMM_EST:
+			case IBV_EVENT_DEVICE_FATAL:
+				async_push(a, self, &ev);
+				break;
+			default:
+				break;
+			}
+		}
+		ibv_ack_async_event(&ae);
+	}
+}
+
+/* Lock held: one async event of this agent. */
+static void async_handle(struct rdmaxfer_agent *agent,
+			 const struct rx_async_ev *ev)
+{
+	struct rdmaxfer_peer *peer;
+	unsigned int qi;
+
+	switch (ev->type) {
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_PATH_MIG_ERR:
+		peer = rx_peer_by_qpn(agent, ev->qpn, &qi);
+		if (peer)
+			rx_peer_fail(peer, -EIO);
+		break;
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+		/* our QP responded with a NAK: the remote requester learns
+		 * the precise error from it (see rx_peer_fail_quiet()) */
+		peer = rx_peer_by_qpn(agent, ev->qpn, &qi);
+		if (peer)
+			rx_peer_fail_quiet(peer,
+					   ev->type == IBV_EVENT_QP_ACCESS_ERR ?
+					   -EACCES : -EREMOTEIO);
+		break;
+	case IBV_EVENT_COMM_EST:
+		/* data before the RTU on a passive QP: tell the CM */
+		peer = rx_peer_by_qpn(agent, ev->qpn, &qi);
+		if (peer)
+			rx_qp_comm_est(&peer->qps[qi]);
+		break;
+	case IBV_EVENT_PORT_ERR:
+		/* the link is down: every connection of the port is lost;
+		 * failing them now (flushing their QPs) beats waiting for
+		 * each transport retry to run out */
+		agent->port_down = true;
+		rx_fail_all(agent, -ENETDOWN, false);
+		break;
+	case IBV_EVENT_PORT_ACTIVE:
+		agent->port_down = false;
+		break;
+	case IBV_EVENT_CQ_ERR:
+	case IBV_EVENT_SRQ_ERR:
+		/* completions are lost: nothing can finish by itself */
+		agent->fatal = -EIO;
+		rx_fail_all(agent, -EIO, true);
+		break;
+	case IBV_EVENT_DEVICE_FATAL:
+		agent->fatal = -ENODEV;
+		rx_fail_all(agent, -ENODEV, true);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Lock held: read the device's async events and handle ours. */
+static void rx_async_poll_locked(struct rdmaxfer_agent *agent)
+{
+	struct rx_async_ev evs[RX_ASYNC_RING];
+	unsigned int n = 0, i;
+	struct rx_async_dev *d;
+	bool lost;
+
+	pthread_mutex_lock(&async_lock);
+	d = async_dev_find(agent->ctx);
+	if (d)
+		async_read(agent, d);
+	while (agent->async_count) {
+		evs[n++] = agent->async_ring[agent->async_head];
+		agent->async_head = (agent->async_head + 1) % RX_ASYNC_RING;
+		agent->async_count--;
+	}
+	lost = agent->async_lost;
+	agent->async_lost = false;
+	pthread_mutex_unlock(&async_lock);
+	if (lost)
+		rx_fail_all(agent, -EIO, false);
+	for (i = 0; i < n; i++)
+		async_handle(agent, &evs[i]);
+}
+
+/*
+ * A completion of a request's WR whose QP is gone (a reconnect or an
+ * abort replaced it: the generation in wr_id is old) must not be looked
+ * at: its request may have been freed since.  The QP number and the
+ * generation are checked against the live QPs before the slot is touched.
+ */
+static bool send_wc_current(struct rdmaxfer_agent *agent,
+			    const struct ibv_wc *wc)
+{
+	uint16_t gen = (uint16_t)(wc->wr_id >> RX_GEN_SHIFT);
+	struct rdmaxfer_peer *peer;
+	unsigned int qi;
+
+	peer = rx_peer_by_qpn(agent, wc->qp_num, &qi);
+	return peer && (peer->qps[qi].gen & 0xfff) == gen;
+}
+
 /* Drain the CQ; lock held.  Returns the work completions handled. */
 static int rx_poll_cq_locked(struct rdmaxfer_agent *agent)
 {
@@ -179,7 +480,8 @@ static int rx_poll_cq_locked(struct rdmaxfer_agent *agent)
 				rx_send_slot_done(agent, &wc[i]);
 				break;
 			default:
-				rx_send_completion(agent, &wc[i]);
+				if (send_wc_current(agent, &wc[i]))
+					rx_send_completion(agent, &wc[i]);
 				break;
 			}
 		}
@@ -187,6 +489,8 @@ static int rx_poll_cq_locked(struct rdmaxfer_agent *agent)
 		if (n < POLL_BATCH)
 			break;
 	}
+	/* seen empty: completions of destroyed QPs are all gone */
+	agent->cq_stale = 0;
 	return total;
 }
 
@@ -203,6 +507,9 @@ int rx_progress_locked(struct rdmaxfer_agent *agent)
 		return total;
 	while (!rdma_get_cm_event(agent->cm_ch, &ev))
 		rx_cm_event_locked(agent, ev);
+	rx_async_poll_locked(agent);
+	if (agent->next_deadline_ns && rx_now_ns() >= agent->next_deadline_ns)
+		rx_check_deadlines(agent);
 	return total;
 }
 
@@ -280,7 +587,8 @@ static void drain_comp_channel(struct rdmaxfer_agent *agent)
 int rx_block(struct rdmaxfer_agent *agent, int64_t deadline_ns)
 {
 	int64_t now = rx_now_ns(), left_ms;
-	struct pollfd pfd[2];
+	struct pollfd pfd[4];
+	uint64_t cnt;
 
 	if (now >= deadline_ns)
 		return -ETIMEDOUT;
@@ -316,17 +624,25 @@ int rx_block(struct rdmaxfer_agent *agent, int64_t deadline_ns)
 	pfd[0].events = POLLIN;
 	pfd[1].fd = agent->cm_ch->fd;
 	pfd[1].events = POLLIN;
+	pfd[2].fd = agent->ctx->async_fd;
+	pfd[2].events = POLLIN;
+	pfd[3].fd = agent->wake_fd;
+	pfd[3].events = POLLIN;
 	pthread_mutex_unlock(&agent->lock);
-	poll(pfd, 2, (int)left_ms);
+	poll(pfd, 4, (int)left_ms);
 	pthread_mutex_lock(&agent->lock);
 	drain_comp_channel(agent);
+	if (pfd[3].revents && read(agent->wake_fd, &cnt, sizeof(cnt)) < 0) {
+		/* nothing to read: another waiter took it */
+	}
 	return 0;
 }
 
 static void *progress_thread(void *arg)
 {
 	struct rdmaxfer_agent *agent = arg;
-	struct pollfd pfd[3];
+	struct pollfd pfd[4];
+	uint64_t cnt;
 
 	pfd[0].fd = agent->comp_ch->fd;
 	pfd[0].events = POLLIN;
@@ -334,6 +650,8 @@ static void *progress_thread(void *arg)
 	pfd[1].events = POLLIN;
 	pfd[2].fd = agent->wake_fd;
 	pfd[2].events = POLLIN;
+	pfd[3].fd = agent->ctx->async_fd;
+	pfd[3].events = POLLIN;
 	pthread_mutex_lock(&agent->lock);
 	while (!agent->stop) {
 		rx_progress_locked(agent);
@@ -346,7 +664,11 @@ static void *progress_thread(void *arg)
 		pthread_cond_broadcast(&agent->cond);
 		pthread_mutex_unlock(&agent->lock);
 		rx_deliver_notifs(agent);
-		poll(pfd, 3, 100);
+		poll(pfd, 4, 100);
+		if (pfd[2].revents &&
+		    read(agent->wake_fd, &cnt, sizeof(cnt)) < 0) {
+			/* spurious: nothing to clear */
+		}
 		pthread_mutex_lock(&agent->lock);
 		drain_comp_channel(agent);
 	}
@@ -373,8 +695,8 @@ static int alloc_buffers(struct rdmaxfer_agent *agent)
 
 static int check_attr(struct rdmaxfer_agent_attr *a)
 {
-	if (a->reserved[0] || a->reserved[1] || a->reserved[2] ||
-	    a->reserved[3])
+	if (a->reserved32 || a->reserved[0] || a->reserved[1] ||
+	    a->reserved[2])
 		return -EINVAL;
 	if (a->qps_per_peer > RX_MAX_QPS)
 		return -EINVAL;
@@ -399,6 +721,8 @@ static int check_attr(struct rdmaxfer_agent_attr *a)
 		a->cm_timeout_ms = DEF_CM_TIMEOUT_MS;
 	if (!a->name)
 		a->name = "rdmaxfer";
+	if (!a->max_half_open)
+		a->max_half_open = RDMAXFER_DEF_MAX_HALF_OPEN;
 	return 0;
 }
 
@@ -453,6 +777,7 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 	rx_list_init(&agent->reqs);
 	rx_list_init(&agent->deferred);
 	rx_list_init(&agent->mems);
+	rx_list_init(&agent->async_node);
 	agent->wake_fd = -1;
 
 	ret = open_device(agent, agent->attr.device);
@@ -480,6 +805,9 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 		agent->attr.sq_depth = agent->dev_attr.max_qp_wr;
 	if (agent->attr.srq_depth > (uint32_t)agent->dev_attr.max_srq_wr)
 		agent->attr.srq_depth = agent->dev_attr.max_srq_wr;
+	/* the CQ holds the SRQ's completions from the start */
+	if (agent->attr.cq_depth < agent->attr.srq_depth)
+		agent->attr.cq_depth = agent->attr.srq_depth;
 	if (agent->attr.cq_depth > (uint32_t)agent->dev_attr.max_cqe)
 		agent->attr.cq_depth = agent->dev_attr.max_cqe;
 	agent->rd_atom = agent->dev_attr.max_qp_rd_atom;
@@ -505,6 +833,8 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 		ret = -errno;
 		goto destroy_comp_ch;
 	}
+	agent->cq_size = (uint32_t)agent->cq->cqe;
+	agent->info.cq_entries = agent->cq_size;
 	srq_attr.attr.max_wr = agent->attr.srq_depth;
 	srq_attr.attr.max_sge = 1;
 	agent->srq = ibv_create_srq(agent->pd, &srq_attr);
@@ -512,6 +842,11 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 		ret = -errno;
 		goto destroy_cq;
 	}
+	/* what the SRQ got may be more than asked: reserve that */
+	ret = rx_cq_reserve(agent, srq_attr.attr.max_wr > agent->attr.srq_depth ?
+				   srq_attr.attr.max_wr : agent->attr.srq_depth);
+	if (ret)
+		goto destroy_srq;
 	agent->cm_ch = rdma_create_event_channel();
 	if (!agent->cm_ch) {
 		ret = -errno;
@@ -548,25 +883,31 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 	agent->info.progress = agent->attr.progress;
 	agent->info.cache_monitor = regcache_monitor_name(agent->cache);
 	agent->info.flags = agent->attr.flags;
+	agent->info.max_half_open = agent->attr.max_half_open;
 	/* attr strings belong to the caller */
 	agent->attr.device = agent->info.device;
 	agent->attr.name = agent->info.name;
 
+	agent->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (agent->wake_fd < 0) {
+		ret = -errno;
+		goto destroy_cache;
+	}
+	ret = async_register(agent);
+	if (ret)
+		goto close_wake;
 	if (agent->attr.progress == RDMAXFER_PROGRESS_THREAD) {
-		agent->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (agent->wake_fd < 0) {
-			ret = -errno;
-			goto destroy_cache;
-		}
 		ret = -pthread_create(&agent->thread, NULL, progress_thread,
 				      agent);
 		if (ret)
-			goto close_wake;
+			goto unregister;
 		agent->thread_running = true;
 	}
 	*agentp = agent;
 	return 0;
 
+unregister:
+	async_unregister(agent);
 close_wake:
 	close(agent->wake_fd);
 destroy_cache:
@@ -605,8 +946,9 @@ void rdmaxfer_agent_destroy(struct rdmaxfer_agent *agent)
 			/* the thread still sees stop within its poll timeout */
 		}
 		pthread_join(agent->thread, NULL);
-		close(agent->wake_fd);
 	}
+	async_unregister(agent);
+	close(agent->wake_fd);
 	/* requests and memory handles first: they hold cache entries */
 	while (!rx_list_empty(&agent->reqs))
 		rx_req_release(rx_container_of(agent->reqs.next,
@@ -641,9 +983,23 @@ RX_EXPORT
 int rdmaxfer_agent_query(struct rdmaxfer_agent *agent,
 			 struct rdmaxfer_agent_info *info)
 {
+	struct rx_list *l;
+
 	if (!agent || !info)
 		return -EINVAL;
+	pthread_mutex_lock(&agent->lock);
 	*info = agent->info;
+	info->npeers = 0;
+	info->npeers_half_open = 0;
+	for (l = agent->peers.next; l != &agent->peers; l = l->next) {
+		struct rdmaxfer_peer *peer =
+			rx_container_of(l, struct rdmaxfer_peer, node);
+
+		info->npeers++;
+		if (!peer->initiator && !peer->handed_out)
+			info->npeers_half_open++;
+	}
+	pthread_mutex_unlock(&agent->lock);
 	return 0;
 }
 

@@ -12,6 +12,13 @@
  * engine watches for DISCONNECTED.  A QP error or a disconnect fails the
  * peer: its QPs go to the error state so outstanding work flushes, and
  * requests fail instead of hanging; the connecting side can reconnect.
+ *
+ * Bounds: a failed peer whose requests are not all flushed within
+ * RX_FLUSH_TIMEOUT_MS has them failed without their completions
+ * (rx_peer_abort()); on the passive side at most max_half_open peers may
+ * wait to be handed out by rdmaxfer_accept(), one that is not CONNECTED
+ * within cm_timeout_ms of its first connect request is freed, and one
+ * that fails before it is handed out is freed at once.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -23,9 +30,6 @@
 #include <sys/random.h>
 
 #include "internal.h"
-
-/* How long a reconnect lets old QPs flush before it gives up on them. */
-#define FLUSH_TIMEOUT_MS	2000
 
 static void qp_init_attr(struct rdmaxfer_agent *agent,
 			 struct ibv_qp_init_attr *init)
@@ -48,14 +52,24 @@ static int install_qp(struct rdmaxfer_peer *peer, unsigned int index,
 	struct rdmaxfer_agent *agent = peer->agent;
 	struct ibv_qp_init_attr init;
 	struct rx_qp *q = &peer->qps[index];
+	int ret;
 
+	/* at most sq_depth WRs of a QP are ever posted and not yet polled
+	 * (sq_used), flushes included: that is what its CQ share is */
+	ret = rx_cq_reserve(agent, agent->attr.sq_depth);
+	if (ret)
+		return ret;
 	qp_init_attr(agent, &init);
 	if (rdma_create_qp(id, agent->pd, &init)) {
 		/* a device without inline support refuses the request */
 		init.cap.max_inline_data = 0;
-		if (rdma_create_qp(id, agent->pd, &init))
-			return -errno;
+		if (rdma_create_qp(id, agent->pd, &init)) {
+			ret = -errno;
+			rx_cq_release(agent, agent->attr.sq_depth);
+			return ret;
+		}
 	}
+	q->cq_share = agent->attr.sq_depth;
 	q->peer = peer;
 	q->id = id;
 	q->qp = id->qp;
@@ -72,17 +86,29 @@ static int install_qp(struct rdmaxfer_peer *peer, unsigned int index,
 	return 0;
 }
 
+/* Lock held: destroy the verbs QP of a slot (its id stays). */
+static void uninstall_qp(struct rx_qp *q)
+{
+	if (q->peer && q->peer->agent->qpn_cache == q)
+		q->peer->agent->qpn_cache = NULL;
+	if (q->qp) {
+		rdma_destroy_qp(q->id);
+		rx_cq_release(q->peer->agent, q->cq_share);
+	}
+	q->cq_share = 0;
+	q->qp = NULL;
+	q->qpn = 0;
+	q->sq_used = 0;
+}
+
 static void destroy_qp(struct rx_qp *q)
 {
 	if (!q->id)
 		return;
 	rx_fail_backlog(q, -ECONNRESET);
-	if (q->qp)
-		rdma_destroy_qp(q->id);
+	uninstall_qp(q);
 	rdma_destroy_id(q->id);
 	q->id = NULL;
-	q->qp = NULL;
-	q->qpn = 0;
 	q->established = false;
 }
 
@@ -97,6 +123,7 @@ static struct rdmaxfer_peer *peer_new(struct rdmaxfer_agent *agent,
 	peer->agent = agent;
 	peer->nqps = nqps;
 	peer->state = RDMAXFER_PEER_CONNECTING;
+	peer->initiator = true;		/* on_connect_request() says otherwise */
 	rx_list_init(&peer->accept_node);
 	for (i = 0; i < RX_MAX_QPS; i++) {
 		rx_list_init(&peer->qps[i].backlog);
@@ -106,15 +133,30 @@ static struct rdmaxfer_peer *peer_new(struct rdmaxfer_agent *agent,
 	return peer;
 }
 
+/* Lock held: queued notifications must not name a peer that is gone. */
+static void scrub_notifs(struct rdmaxfer_peer *peer)
+{
+	struct rx_notif_q *q = &peer->agent->notifs;
+	size_t i;
+
+	for (i = 0; i < q->count; i++) {
+		struct rdmaxfer_notif *n = &q->ring[(q->head + i) % q->cap];
+
+		if (n->peer == peer)
+			n->peer = NULL;
+	}
+}
+
 /* Lock held.  Frees a peer and its QPs (the caller made sure no request
  * needs it any more). */
 void rx_peer_free(struct rdmaxfer_peer *peer)
 {
 	unsigned int i;
 
+	scrub_notifs(peer);
 	for (i = 0; i < peer->nqps; i++) {
 		if (peer->qps[i].id && peer->qps[i].established &&
-		    !peer->qps[i].disconnecting)
+		    !peer->qps[i].disconnecting && !peer->agent->port_down)
 			rdma_disconnect(peer->qps[i].id);
 		destroy_qp(&peer->qps[i]);
 	}
@@ -128,9 +170,16 @@ void rx_peer_free(struct rdmaxfer_peer *peer)
 struct rdmaxfer_peer *rx_peer_by_qpn(struct rdmaxfer_agent *agent,
 				     uint32_t qpn, unsigned int *qp_index)
 {
+	struct rx_qp *c = agent->qpn_cache;
 	struct rx_list *l;
 	unsigned int i;
 
+	/* completions come in runs from one QP: try the last one first */
+	if (c && c->qp && c->qpn == qpn) {
+		if (qp_index)
+			*qp_index = c->index;
+		return c->peer;
+	}
 	for (l = agent->peers.next; l != &agent->peers; l = l->next) {
 		struct rdmaxfer_peer *peer =
 			rx_container_of(l, struct rdmaxfer_peer, node);
@@ -139,6 +188,7 @@ struct rdmaxfer_peer *rx_peer_by_qpn(struct rdmaxfer_agent *agent,
 			if (peer->qps[i].qp && peer->qps[i].qpn == qpn) {
 				if (qp_index)
 					*qp_index = i;
+				agent->qpn_cache = &peer->qps[i];
 				return peer;
 			}
 		}
@@ -154,6 +204,8 @@ struct rdmaxfer_peer *rx_peer_by_qpn(struct rdmaxfer_agent *agent,
 void rx_peer_fail(struct rdmaxfer_peer *peer, int err)
 {
 	struct ibv_qp_attr qattr = { .qp_state = IBV_QPS_ERR };
+	struct rdmaxfer_agent *agent = peer->agent;
+	struct ibv_port_attr pa;
 	unsigned int i;
 
 	if (peer->state == RDMAXFER_PEER_ERROR ||
@@ -165,12 +217,25 @@ void rx_peer_fail(struct rdmaxfer_peer *peer, int err)
 	peer->state = err == -ECONNRESET ? RDMAXFER_PEER_DISCONNECTED :
 					   RDMAXFER_PEER_ERROR;
 	peer->error = err;
+	/* a passive peer nobody was handed is freed at the end of this
+	 * progress round; any other gets RX_FLUSH_TIMEOUT_MS to flush */
+	if (!peer->initiator && !peer->handed_out)
+		peer->deadline_ns = rx_now_ns();
+	else
+		peer->deadline_ns = rx_deadline(RX_FLUSH_TIMEOUT_MS);
+	rx_set_deadline(agent, peer->deadline_ns);
+	/* a failed send may come before the PORT_ERR event that explains
+	 * it: look, rather than send a DREQ to a port that is down */
+	if (!agent->port_down && err != -ECONNRESET &&
+	    !ibv_query_port(agent->ctx, agent->info.port, &pa) &&
+	    pa.state != IBV_PORT_ACTIVE)
+		agent->port_down = true;
 	for (i = 0; i < peer->nqps; i++) {
 		struct rx_qp *q = &peer->qps[i];
 
 		if (!q->id)
 			continue;
-		if (!q->disconnecting) {
+		if (!q->disconnecting && !agent->port_down) {
 			q->disconnecting = true;
 			rdma_disconnect(q->id);
 		}
@@ -178,6 +243,118 @@ void rx_peer_fail(struct rdmaxfer_peer *peer, int err)
 			ibv_modify_qp(q->qp, &qattr, IBV_QP_STATE);
 		rx_fail_backlog(q, err);
 	}
+}
+
+/*
+ * Lock held.  Fail every request of a failed peer that is still in flight
+ * without waiting for its completions, which will not come (the CQ or the
+ * device is dead) or did not come in time.  Each QP's generation moves on,
+ * so completions that still arrive for the old work requests are dropped
+ * before their requests are looked at (agent.c, send_wc_current()); the
+ * QPs are in the error state and are replaced before anything is posted
+ * again.  Requests without an error of their own report err.
+ */
+void rx_peer_abort(struct rdmaxfer_peer *peer, int err)
+{
+	struct rdmaxfer_agent *agent = peer->agent;
+	struct rx_list *l;
+	unsigned int i;
+
+	for (i = 0; i < peer->nqps; i++) {
+		struct rx_qp *q = &peer->qps[i];
+
+		rx_fail_backlog(q, err);
+		q->gen++;
+		q->sq_used = 0;
+	}
+	for (l = agent->reqs.next; l != &agent->reqs && peer->nreqs_active;
+	     l = l->next) {
+		struct rdmaxfer_req *req =
+			rx_container_of(l, struct rdmaxfer_req, node);
+
+		if (req->peer != peer || req->state != RX_REQ_ACTIVE)
+			continue;
+		if (!req->err) {
+			req->err = err;
+			req->wc_status = -1;
+		}
+		req->signals = 0;
+		req->unposted = 0;
+		req->state = RX_REQ_FAILED;
+		peer->nreqs_active--;
+	}
+}
+
+/*
+ * Lock held.  A responder-side QP error (an access or request error the
+ * remote requester is told of through its NAKed completion): fail the
+ * peer without a DREQ, which could overtake that NAK and turn the
+ * remote's precise error into a flush.  The remote's own failure
+ * disconnects; if it does not, destroying the ids does (the kernel's CM
+ * sends the DREQ of an id destroyed while established).
+ */
+void rx_peer_fail_quiet(struct rdmaxfer_peer *peer, int err)
+{
+	unsigned int i;
+
+	if (peer->state == RDMAXFER_PEER_CONNECTED ||
+	    peer->state == RDMAXFER_PEER_CONNECTING)
+		for (i = 0; i < peer->nqps; i++)
+			if (peer->qps[i].id)
+				peer->qps[i].disconnecting = true;
+	rx_peer_fail(peer, err);
+}
+
+/* Lock held: fail every peer of the agent (port down, device lost). */
+void rx_fail_all(struct rdmaxfer_agent *agent, int err, bool abort)
+{
+	struct rx_list *l;
+
+	for (l = agent->peers.next; l != &agent->peers; l = l->next) {
+		struct rdmaxfer_peer *peer =
+			rx_container_of(l, struct rdmaxfer_peer, node);
+
+		rx_peer_fail(peer, err);
+		if (abort)
+			rx_peer_abort(peer, err);
+	}
+}
+
+/*
+ * Lock held, from the progress engine once the earliest peer deadline has
+ * passed: free passive peers that failed or did not finish their handshake
+ * in cm_timeout_ms, and abort the requests of failed peers that did not
+ * flush in RX_FLUSH_TIMEOUT_MS.
+ */
+void rx_check_deadlines(struct rdmaxfer_agent *agent)
+{
+	int64_t now = rx_now_ns(), next = 0;
+	struct rx_list *l, *n;
+
+	for (l = agent->peers.next; l != &agent->peers; l = n) {
+		struct rdmaxfer_peer *peer =
+			rx_container_of(l, struct rdmaxfer_peer, node);
+
+		n = l->next;
+		if (!peer->deadline_ns)
+			continue;
+		if (now < peer->deadline_ns) {
+			if (!next || peer->deadline_ns < next)
+				next = peer->deadline_ns;
+			continue;
+		}
+		peer->deadline_ns = 0;
+		if (!peer->initiator && !peer->handed_out) {
+			if (peer->state != RDMAXFER_PEER_CONNECTED)
+				rx_peer_free(peer);
+			continue;
+		}
+		if (peer->nreqs_active &&
+		    (peer->state == RDMAXFER_PEER_ERROR ||
+		     peer->state == RDMAXFER_PEER_DISCONNECTED))
+			rx_peer_abort(peer, peer->error ? peer->error : -EIO);
+	}
+	agent->next_deadline_ns = next;
 }
 
 static void qp_established(struct rx_qp *q)
@@ -191,6 +368,7 @@ static void qp_established(struct rx_qp *q)
 	if (++peer->nestablished == peer->nqps &&
 	    peer->state == RDMAXFER_PEER_CONNECTING) {
 		peer->state = RDMAXFER_PEER_CONNECTED;
+		peer->deadline_ns = 0;
 		if (!peer->initiator)
 			rx_list_add_tail(&agent->accept_q, &peer->accept_node);
 	}
@@ -231,6 +409,33 @@ static struct rdmaxfer_peer *find_accepting(struct rdmaxfer_agent *agent,
 	return NULL;
 }
 
+/* Lock held: passive peers not handed out yet (handshaking or queued). */
+static unsigned int half_open(struct rdmaxfer_agent *agent)
+{
+	struct rx_list *l;
+	unsigned int n = 0;
+
+	for (l = agent->peers.next; l != &agent->peers; l = l->next) {
+		struct rdmaxfer_peer *peer =
+			rx_container_of(l, struct rdmaxfer_peer, node);
+
+		if (!peer->initiator && !peer->handed_out)
+			n++;
+	}
+	return n;
+}
+
+/* Lock held: a passive peer whose only connect request was refused. */
+static void forget_if_empty(struct rdmaxfer_peer *peer)
+{
+	unsigned int i;
+
+	for (i = 0; i < peer->nqps; i++)
+		if (peer->qps[i].id)
+			return;
+	rx_peer_free(peer);
+}
+
 /* Returns true when the id must be destroyed after the event is acked. */
 static bool on_connect_request(struct rdmaxfer_agent *agent,
 			       struct rdma_cm_event *ev)
@@ -254,19 +459,28 @@ static bool on_connect_request(struct rdmaxfer_agent *agent,
 	if (h.magic != RX_HELLO_MAGIC || h.version != RX_PROTO_VERSION ||
 	    !h.nqps || h.nqps > RX_MAX_QPS || h.qp_index >= h.nqps)
 		goto reject;
+	if (agent->fatal)
+		goto reject;
 	peer = find_accepting(agent, &h);
 	if (!peer) {
+		/* a token we do not know: a new peer, if there is room */
+		if (half_open(agent) >= agent->attr.max_half_open)
+			goto reject;
 		peer = peer_new(agent, h.nqps);
 		if (!peer)
 			goto reject;
+		peer->initiator = false;
 		peer->remote_id = h.agent_id;
 		peer->token = h.token;
+		/* the whole handshake must be done by then */
+		peer->deadline_ns = rx_deadline(agent->attr.cm_timeout_ms);
+		rx_set_deadline(agent, peer->deadline_ns);
 	}
 	if (peer->nqps != h.nqps || peer->qps[h.qp_index].id)
-		goto reject;
+		goto reject_peer;
 	ret = install_qp(peer, h.qp_index, ev->id);
 	if (ret)
-		goto reject;
+		goto reject_peer;
 	w.magic = htole32(RX_HELLO_MAGIC);
 	w.version = htole16(RX_PROTO_VERSION);
 	w.agent_id = htole64(agent->info.agent_id);
@@ -278,13 +492,15 @@ static bool on_connect_request(struct rdmaxfer_agent *agent,
 			     cp->responder_resources : agent->rd_atom;
 	ap.rnr_retry_count = 7;
 	if (rdma_accept(ev->id, &ap)) {
-		rdma_destroy_qp(ev->id);
+		uninstall_qp(&peer->qps[h.qp_index]);
 		peer->qps[h.qp_index].id = NULL;
-		peer->qps[h.qp_index].qp = NULL;
+		forget_if_empty(peer);
 		return true;
 	}
 	return false;
 
+reject_peer:
+	forget_if_empty(peer);
 reject:
 	/* a version mismatch is refused with our own hello so the connecting
 	 * side can tell -EPROTO from -ECONNREFUSED */
@@ -327,8 +543,9 @@ int rx_cm_event_locked(struct rdmaxfer_agent *agent, struct rdma_cm_event *ev)
 			rx_peer_fail(q->peer, -ECONNREFUSED);
 		break;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		if (q)
-			rx_peer_fail(q->peer, -ENODEV);
+		/* the device is going: nothing will complete any more */
+		agent->fatal = -ENODEV;
+		rx_fail_all(agent, -ENODEV, true);
 		break;
 	default:
 		break;
@@ -451,6 +668,10 @@ int rdmaxfer_accept(struct rdmaxfer_agent *agent, int timeout_ms,
 	for (;;) {
 		if (!agent->thread_running)
 			rx_progress_locked(agent);
+		if (agent->fatal) {
+			ret = agent->fatal;
+			break;
+		}
 		if (!rx_list_empty(&agent->accept_q)) {
 			struct rdmaxfer_peer *peer =
 				rx_container_of(agent->accept_q.next,
@@ -634,10 +855,8 @@ static int connect_qps(struct rdmaxfer_peer *peer, int timeout_ms)
 
 destroy_qp:
 	pthread_mutex_lock(&agent->lock);
-	rdma_destroy_qp(id);
+	uninstall_qp(&peer->qps[i]);
 	peer->qps[i].id = NULL;
-	peer->qps[i].qp = NULL;
-	peer->qps[i].qpn = 0;
 	pthread_mutex_unlock(&agent->lock);
 destroy_id:
 	rdma_destroy_id(id);
@@ -670,6 +889,11 @@ int rdmaxfer_connect(struct rdmaxfer_agent *agent, const char *host,
 	if (timeout_ms <= 0)
 		timeout_ms = agent->attr.cm_timeout_ms;
 	pthread_mutex_lock(&agent->lock);
+	if (agent->fatal) {
+		ret = agent->fatal;
+		pthread_mutex_unlock(&agent->lock);
+		return ret;
+	}
 	peer = peer_new(agent, agent->attr.qps_per_peer);
 	if (peer) {
 		peer->initiator = true;
@@ -681,12 +905,16 @@ int rdmaxfer_connect(struct rdmaxfer_agent *agent, const char *host,
 	if (!peer)
 		return -ENOMEM;
 	ret = connect_qps(peer, timeout_ms);
+	pthread_mutex_lock(&agent->lock);
+	/* a port or device event may have failed it while we connected */
+	if (!ret && peer->state != RDMAXFER_PEER_CONNECTED)
+		ret = peer->error ? peer->error : -ECONNRESET;
 	if (ret) {
-		pthread_mutex_lock(&agent->lock);
 		rx_peer_free(peer);
 		pthread_mutex_unlock(&agent->lock);
 		return ret;
 	}
+	pthread_mutex_unlock(&agent->lock);
 	*peerp = peer;
 	return 0;
 }
@@ -724,14 +952,18 @@ int rdmaxfer_connect_md(struct rdmaxfer_agent *agent, const void *blob,
 	return ret;
 }
 
-/* Lock held: count requests of this peer still in flight. */
-static unsigned int peer_active(struct rdmaxfer_peer *peer);
-
+/*
+ * Every request of the peer is terminal when this returns (whether it
+ * reconnected or not): those in flight completed or were flushed within
+ * RX_FLUSH_TIMEOUT_MS, or are failed with -ECANCELED then; those queued
+ * or held by RDMAXFER_POST_MORE fail at once.  Their completions from the
+ * old QPs can no longer reach them, so each can be reposted or freed.
+ */
 RX_EXPORT
 int rdmaxfer_peer_reconnect(struct rdmaxfer_peer *peer, int timeout_ms)
 {
 	struct rdmaxfer_agent *agent;
-	int64_t deadline = rx_deadline(FLUSH_TIMEOUT_MS);
+	int64_t deadline = rx_deadline(RX_FLUSH_TIMEOUT_MS);
 	unsigned int i;
 	int ret;
 
@@ -743,6 +975,11 @@ int rdmaxfer_peer_reconnect(struct rdmaxfer_peer *peer, int timeout_ms)
 	if (timeout_ms <= 0)
 		timeout_ms = agent->attr.cm_timeout_ms;
 	pthread_mutex_lock(&agent->lock);
+	if (agent->fatal) {
+		ret = agent->fatal;
+		pthread_mutex_unlock(&agent->lock);
+		return ret;
+	}
 	if (peer->state == RDMAXFER_PEER_CONNECTED) {
 		pthread_mutex_unlock(&agent->lock);
 		return 0;
@@ -753,17 +990,22 @@ int rdmaxfer_peer_reconnect(struct rdmaxfer_peer *peer, int timeout_ms)
 	}
 	/* let the old QPs flush so every request of the peer completes */
 	rx_peer_fail(peer, peer->error ? peer->error : -ECONNRESET);
-	while (peer_active(peer)) {
+	while (peer->nreqs_active) {
 		if (!agent->thread_running)
 			rx_progress_locked(agent);
-		if (rx_block(agent, deadline))
+		if (!peer->nreqs_active || rx_block(agent, deadline))
 			break;
 	}
+	/* what did not flush in time never will: its completions would
+	 * come from QPs about to be destroyed */
+	if (peer->nreqs_active)
+		rx_peer_abort(peer, -ECANCELED);
 	for (i = 0; i < peer->nqps; i++)
 		destroy_qp(&peer->qps[i]);
 	peer->nestablished = 0;
 	peer->state = RDMAXFER_PEER_CONNECTING;
 	peer->error = 0;
+	peer->deadline_ns = 0;
 	pthread_mutex_unlock(&agent->lock);
 
 	ret = connect_qps(peer, timeout_ms);
@@ -772,11 +1014,6 @@ int rdmaxfer_peer_reconnect(struct rdmaxfer_peer *peer, int timeout_ms)
 		ret = peer->error ? peer->error : -ECONNRESET;
 	pthread_mutex_unlock(&agent->lock);
 	return ret;
-}
-
-static unsigned int peer_active(struct rdmaxfer_peer *peer)
-{
-	return peer->nreqs_active;
 }
 
 RX_EXPORT

@@ -112,6 +112,7 @@ struct rx_qp {
 	bool established;
 	bool disconnecting;
 	uint32_t sq_used;	/* WRs posted and not yet retired */
+	uint32_t cq_share;	/* CQ entries reserved for this QP (its SQ) */
 	uint32_t max_inline;	/* what this QP was granted, not asked for */
 	struct rx_list backlog;	/* struct rx_part waiting for SQ room */
 	/* backlog holds parts posted with RDMAXFER_POST_MORE whose doorbell
@@ -174,6 +175,9 @@ struct rdmaxfer_peer {
 	unsigned int nreqs_active;	/* posted and not complete */
 	struct rx_notif_slots notif;
 	struct rx_exports exports;
+	/* passive peer not handed out yet: freed when not CONNECTED by then;
+	 * a failed peer: its requests are aborted when not flushed by then */
+	int64_t deadline_ns;
 	struct rx_qp qps[RX_MAX_QPS];
 };
 
@@ -265,6 +269,16 @@ struct rx_notif_q {
 	size_t cap, head, count;
 };
 
+/* An affiliated or unaffiliated async event, as far as an agent needs it
+ * (the ibv_async_event itself is acked at once: see agent.c). */
+struct rx_async_ev {
+	enum ibv_event_type type;
+	uint32_t qpn;			/* QP events */
+	uint8_t port;			/* port events */
+};
+
+#define RX_ASYNC_RING		64
+
 struct rdmaxfer_agent {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;		/* progress thread -> waiters */
@@ -302,17 +316,48 @@ struct rdmaxfer_agent {
 
 	uint32_t rd_atom;
 	bool cq_armed;
+	/*
+	 * CQ sizing: every QP's send queue plus the SRQ must fit, so the CQ
+	 * can never overflow (an overflowed CQ loses completions for good).
+	 * cq_need counts the entries reserved by live QPs and the SRQ;
+	 * cq_stale those of QPs destroyed since the CQ was last seen empty
+	 * (their completions may still sit in it).  cq_size is the CQ's
+	 * current capacity; it grows with ibv_resize_cq() as QPs come.
+	 */
+	uint32_t cq_size;
+	uint32_t cq_need;
+	uint32_t cq_stale;
+	/* set by a CQ/SRQ error, device removal or a fatal device event:
+	 * nothing can complete any more, every call fails with it */
+	int fatal;
+	/* between IBV_EVENT_PORT_ERR and _PORT_ACTIVE: no DREQ is sent
+	 * (it cannot arrive, and rxe's CM QP fails on a send to a port that
+	 * is down, which breaks every later connection on the device) */
+	bool port_down;
+
+	/* async events for this agent (guarded by the global async lock) */
+	struct rx_list async_node;	/* its device's agent list */
+	struct rx_async_ev async_ring[RX_ASYNC_RING];
+	unsigned int async_head, async_count;
+	bool async_lost;		/* ring overflowed: fail every peer */
+	struct rx_qp *qpn_cache;	/* last rx_peer_by_qpn() hit */
+	/* earliest deadline_ns of a peer that has one, 0: none */
+	int64_t next_deadline_ns;
 
 	pthread_t thread;
 	bool thread_running;
 	bool stop;
-	int wake_fd;			/* eventfd to stop the thread */
+	int wake_fd;			/* eventfd: stop the thread, or an
+					 * async event was queued for us */
 	uint64_t progress_gen;		/* bumped after every thread round */
 	uint32_t cm_tick;		/* rx_progress_data_locked() turns */
 };
 
 /* agent.c */
 int rx_progress_locked(struct rdmaxfer_agent *agent);
+int rx_cq_reserve(struct rdmaxfer_agent *agent, uint32_t entries);
+void rx_cq_release(struct rdmaxfer_agent *agent, uint32_t entries);
+void rx_set_deadline(struct rdmaxfer_agent *agent, int64_t when);
 /* CQ every call, CM channel every RX_CM_POLL_EVERY calls (test() spins) */
 #define RX_CM_POLL_EVERY	64
 int rx_progress_data_locked(struct rdmaxfer_agent *agent);
@@ -325,6 +370,13 @@ int64_t rx_deadline(int timeout_ms);
 int rx_cm_event_locked(struct rdmaxfer_agent *agent, struct rdma_cm_event *ev);
 void rx_peer_fail(struct rdmaxfer_peer *peer, int err);
 void rx_peer_free(struct rdmaxfer_peer *peer);
+void rx_peer_abort(struct rdmaxfer_peer *peer, int err);
+void rx_peer_fail_quiet(struct rdmaxfer_peer *peer, int err);
+void rx_fail_all(struct rdmaxfer_agent *agent, int err, bool abort);
+void rx_check_deadlines(struct rdmaxfer_agent *agent);
+/* How long a failed peer's QPs may take to flush before its requests are
+ * failed without their completions (also what a reconnect waits). */
+#define RX_FLUSH_TIMEOUT_MS	2000
 void rx_qp_comm_est(struct rx_qp *q);
 struct rdmaxfer_peer *rx_peer_by_qpn(struct rdmaxfer_agent *agent,
 				     uint32_t qpn, unsigned int *qp_index);

@@ -635,6 +635,14 @@ static void test_invalidate_in_use(void)
 	CU_ASSERT_EQUAL_FATAL(munmap(buf, 4 * psz), 0);
 	again = mmap(buf, 4 * psz, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (again == MAP_FAILED && errno == EEXIST) {
+		/* another thread's mmap took the hole (seen with TSan's
+		 * runtime in the monitor thread): nothing to test */
+		regcache_put(cache, a);
+		drop_cache();
+		rc_skip("address reused by another mapping before the test could");
+		return;
+	}
 	CU_ASSERT_FATAL(again == buf);
 	memset(again, 2, 4 * psz);
 	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, 4 * psz, 1, &b), 0);

@@ -442,22 +442,13 @@ static bool on_connect_request(struct rdmaxfer_agent *agent,
 {
 	const struct rdma_conn_param *cp = &ev->param.conn;
 	struct rdma_conn_param ap = { 0 };
-	struct rx_welcome w = { 0 };
+	uint8_t w[RX_WELCOME_LEN];
 	struct rdmaxfer_peer *peer;
 	struct rx_hello h;
 	int ret;
 
-	if (!cp->private_data || cp->private_data_len < sizeof(h))
-		goto reject;
-	memcpy(&h, cp->private_data, sizeof(h));
-	h.magic = le32toh(h.magic);
-	h.version = le16toh(h.version);
-	h.qp_index = le16toh(h.qp_index);
-	h.nqps = le16toh(h.nqps);
-	h.agent_id = le64toh(h.agent_id);
-	h.token = le64toh(h.token);
-	if (h.magic != RX_HELLO_MAGIC || h.version != RX_PROTO_VERSION ||
-	    !h.nqps || h.nqps > RX_MAX_QPS || h.qp_index >= h.nqps)
+	/* every field checked (hello.c): the sender is not known yet */
+	if (rx_hello_decode(cp->private_data, cp->private_data_len, &h))
 		goto reject;
 	if (agent->fatal)
 		goto reject;
@@ -481,10 +472,8 @@ static bool on_connect_request(struct rdmaxfer_agent *agent,
 	ret = install_qp(peer, h.qp_index, ev->id);
 	if (ret)
 		goto reject_peer;
-	w.magic = htole32(RX_HELLO_MAGIC);
-	w.version = htole16(RX_PROTO_VERSION);
-	w.agent_id = htole64(agent->info.agent_id);
-	ap.private_data = &w;
+	rx_welcome_encode(agent->info.agent_id, w, sizeof(w));
+	ap.private_data = w;
 	ap.private_data_len = sizeof(w);
 	ap.responder_resources = cp->initiator_depth < agent->rd_atom ?
 				 cp->initiator_depth : agent->rd_atom;
@@ -504,10 +493,8 @@ reject_peer:
 reject:
 	/* a version mismatch is refused with our own hello so the connecting
 	 * side can tell -EPROTO from -ECONNREFUSED */
-	w.magic = htole32(RX_HELLO_MAGIC);
-	w.version = htole16(RX_PROTO_VERSION);
-	w.agent_id = htole64(agent->info.agent_id);
-	rdma_reject(ev->id, &w, sizeof(w));
+	rx_welcome_encode(agent->info.agent_id, w, sizeof(w));
+	rdma_reject(ev->id, w, sizeof(w));
 	return true;
 }
 
@@ -703,6 +690,7 @@ static int wait_event(struct rdmaxfer_agent *agent,
 {
 	struct rdma_cm_event *ev;
 	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+	struct rx_welcome rej;
 	int ret;
 
 	for (;;) {
@@ -720,13 +708,10 @@ static int wait_event(struct rdmaxfer_agent *agent,
 		return -errno;
 	if (ev->event == want) {
 		ret = 0;
-		if (w) {
-			memset(w, 0, sizeof(*w));
-			if (ev->param.conn.private_data &&
-			    ev->param.conn.private_data_len >= sizeof(*w))
-				memcpy(w, ev->param.conn.private_data,
-				       sizeof(*w));
-		}
+		/* not a welcome of our version: -EPROTO */
+		if (w && rx_welcome_decode(ev->param.conn.private_data,
+					   ev->param.conn.private_data_len, w))
+			ret = -EPROTO;
 	} else {
 		switch (ev->event) {
 		case RDMA_CM_EVENT_ADDR_ERROR:
@@ -735,17 +720,11 @@ static int wait_event(struct rdmaxfer_agent *agent,
 			ret = -EHOSTUNREACH;
 			break;
 		case RDMA_CM_EVENT_REJECTED:
-			ret = -ECONNREFUSED;
-			if (ev->param.conn.private_data &&
-			    ev->param.conn.private_data_len >= sizeof(*w)) {
-				struct rx_welcome r;
-
-				memcpy(&r, ev->param.conn.private_data,
-				       sizeof(r));
-				if (le32toh(r.magic) == RX_HELLO_MAGIC &&
-				    le16toh(r.version) != RX_PROTO_VERSION)
-					ret = -EPROTO;
-			}
+			/* refused with a welcome of another version */
+			ret = rx_welcome_decode(ev->param.conn.private_data,
+						ev->param.conn.private_data_len,
+						&rej) == -EPROTO ? -EPROTO :
+							   -ECONNREFUSED;
 			break;
 		default:
 			ret = -ECONNREFUSED;
@@ -780,6 +759,7 @@ static int connect_qps(struct rdmaxfer_peer *peer, int timeout_ms)
 	for (i = 0; i < peer->nqps; i++) {
 		struct rdma_conn_param cp = { 0 };
 		struct rx_hello h = { 0 };
+		uint8_t hb[RX_HELLO_LEN];
 		struct rx_welcome w;
 
 		if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP)) {
@@ -813,14 +793,15 @@ static int connect_qps(struct rdmaxfer_peer *peer, int timeout_ms)
 		if (ret)
 			goto destroy_id;
 
-		h.magic = htole32(RX_HELLO_MAGIC);
-		h.version = htole16(RX_PROTO_VERSION);
-		h.qp_index = htole16(i);
-		h.nqps = htole16(peer->nqps);
-		h.agent_id = htole64(agent->info.agent_id);
-		h.token = htole64(peer->token);
-		cp.private_data = &h;
-		cp.private_data_len = sizeof(h);
+		h.qp_index = (uint16_t)i;
+		h.nqps = (uint16_t)peer->nqps;
+		h.agent_id = agent->info.agent_id;
+		h.token = peer->token;
+		ret = rx_hello_encode(&h, hb, sizeof(hb));
+		if (ret)
+			goto destroy_qp;
+		cp.private_data = hb;
+		cp.private_data_len = sizeof(hb);
 		cp.responder_resources = agent->rd_atom;
 		cp.initiator_depth = agent->rd_atom;
 		cp.retry_count = 7;
@@ -833,16 +814,8 @@ static int connect_qps(struct rdmaxfer_peer *peer, int timeout_ms)
 				 deadline, &w);
 		if (ret)
 			goto destroy_qp;
-		if (le32toh(w.magic) != RX_HELLO_MAGIC) {
-			ret = -EPROTO;
-			goto destroy_qp;
-		}
-		if (le16toh(w.version) != RX_PROTO_VERSION) {
-			ret = -EPROTO;
-			goto destroy_qp;
-		}
 		pthread_mutex_lock(&agent->lock);
-		peer->remote_id = le64toh(w.agent_id);
+		peer->remote_id = w.agent_id;
 		ret = rdma_migrate_id(id, agent->cm_ch) ? -errno : 0;
 		if (!ret)
 			qp_established(&peer->qps[i]);

@@ -82,7 +82,8 @@ static inline void rx_list_del(struct rx_list *n)
 #define rx_container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
 
-/* rdma_cm private data of a connect request (28 bytes, little-endian). */
+/* rdma_cm private data of a connect request (32 bytes, little-endian;
+ * encoded and checked by hello.c). */
 struct rx_hello {
 	uint32_t magic;
 	uint16_t version;
@@ -424,6 +425,39 @@ int rx_copy_from_user(void *dst, const void *src, size_t len);
 size_t rx_md_size(size_t ndescs);
 int rx_md_encode(const struct rdmaxfer_md *md, void *buf, size_t cap,
 		 size_t *lenp);
+
+/*
+ * hello.c (no verbs): the rdma_cm private data of a connect (hello) and of
+ * an accept or reject (welcome).  struct rx_hello / rx_welcome hold the
+ * decoded values in host order.  Decoders return 0, -EBADMSG (short, not
+ * our magic, a reserved field set, qp_index/nqps out of range) or -EPROTO
+ * (our magic, another version); encoders -EINVAL for a bad argument.
+ */
+#define RX_HELLO_LEN		32
+#define RX_WELCOME_LEN		16
+int rx_hello_encode(const struct rx_hello *h, void *buf, size_t cap);
+int rx_hello_decode(const void *buf, size_t len, struct rx_hello *h);
+int rx_welcome_encode(uint64_t agent_id, void *buf, size_t cap);
+int rx_welcome_decode(const void *buf, size_t len, struct rx_welcome *w);
+
+/* notif_msg.c (no verbs): a receive completion of the notification SRQ,
+ * as far as the decoder needs it. */
+enum rx_notif_wc_opcode {
+	RX_NOTIF_WC_RECV,		/* IBV_WC_RECV: SEND with immediate */
+	RX_NOTIF_WC_WRITE_IMM,		/* IBV_WC_RECV_RDMA_WITH_IMM */
+	RX_NOTIF_WC_OTHER,
+};
+struct rx_notif_wc {
+	enum rx_notif_wc_opcode opcode;
+	bool has_imm;			/* IBV_WC_WITH_IMM */
+	uint32_t imm_be;		/* wc->imm_data, network byte order */
+	uint32_t byte_len;		/* wc->byte_len */
+};
+/* Fill n (all but peer and peer_id) from a completion and its receive
+ * buffer of buf_len bytes: 0, -EPROTO (bad opcode, no immediate) or
+ * -EMSGSIZE (more bytes than the buffer or RDMAXFER_NOTIF_MSG_MAX). */
+int rx_notif_decode(const struct rx_notif_wc *wc, const void *buf,
+		    size_t buf_len, struct rdmaxfer_notif *n);
 
 /* error.c */
 int rx_wc_errno(enum ibv_wc_status status);

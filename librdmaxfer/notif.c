@@ -65,6 +65,7 @@ static int notif_push(struct rx_notif_q *q, const struct rdmaxfer_notif *n)
 void rx_recv_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
 {
 	uint32_t index = (uint32_t)((wc->wr_id & RX_PTR_MASK) >> 3);
+	struct rx_notif_wc nw;
 	struct rdmaxfer_notif *n;
 	struct rdmaxfer_peer *peer;
 	unsigned int qi;
@@ -77,20 +78,21 @@ void rx_recv_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
 	n = malloc(sizeof(*n));
 	if (!n)
 		goto repost;
-	memset(n, 0, offsetof(struct rdmaxfer_notif, data));
-	n->peer = peer;
-	n->peer_id = peer ? peer->remote_id : 0;
-	n->value = (wc->wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc->imm_data) : 0;
-	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-		n->type = RDMAXFER_NOTIF_IMM;
-	} else {
-		n->type = RDMAXFER_NOTIF_MSG;
-		n->len = wc->byte_len > RDMAXFER_NOTIF_MSG_MAX ?
-			 RDMAXFER_NOTIF_MSG_MAX : wc->byte_len;
-		memcpy(n->data, agent->recv_buf +
-		       (size_t)index * RDMAXFER_NOTIF_MSG_MAX, n->len);
+	nw.opcode = wc->opcode == IBV_WC_RECV ? RX_NOTIF_WC_RECV :
+		    wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM ?
+		    RX_NOTIF_WC_WRITE_IMM : RX_NOTIF_WC_OTHER;
+	nw.has_imm = wc->wc_flags & IBV_WC_WITH_IMM;
+	nw.imm_be = wc->imm_data;
+	nw.byte_len = wc->byte_len;
+	/* what the peer sent is checked in notif_msg.c; a malformed
+	 * notification is dropped */
+	if (!rx_notif_decode(&nw, agent->recv_buf +
+			     (size_t)index * RDMAXFER_NOTIF_MSG_MAX,
+			     RDMAXFER_NOTIF_MSG_MAX, n)) {
+		n->peer = peer;
+		n->peer_id = peer ? peer->remote_id : 0;
+		notif_push(&agent->notifs, n);
 	}
-	notif_push(&agent->notifs, n);
 	free(n);
 repost:
 	rx_post_recv(agent, index);

@@ -327,7 +327,7 @@ static void rc_remove_locked(struct regcache *cache, struct regcache_entry *e,
 	rc_list_del(&e->lru);
 	cache->entries--;
 	cache->bytes -= e->node.end - e->node.start;
-	e->in_tree = false;
+	RC_WRITE_ONCE(e->in_tree, false);
 	/* exact entries are never a hint: their churn leaves hints alone */
 	if (!e->exact)
 		atomic_fetch_add_explicit(&cache->tree_seq, 1,
@@ -346,7 +346,7 @@ static void rc_insert_locked(struct regcache *cache, struct regcache_entry *e)
 	rc_list_add(&cache->lru, &e->lru);
 	cache->entries++;
 	cache->bytes += e->node.end - e->node.start;
-	e->in_tree = true;
+	RC_WRITE_ONCE(e->in_tree, true);
 	if (!e->exact)
 		atomic_fetch_add_explicit(&cache->tree_seq, 1,
 					  memory_order_release);
@@ -401,7 +401,7 @@ static int rc_drop_collected(struct regcache *cache, struct rc_collect *c,
 		rc_list_del(&e->link);
 		/* Holders keep it until their put; lookups never see it again. */
 		if (atomic_load(&e->refs) != RC_REF_TREE)
-			e->dead = true;
+			RC_WRITE_ONCE(e->dead, true);
 		rc_remove_locked(cache, e, release);
 		n++;
 	}
@@ -1168,7 +1168,7 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 					rc_list_del(&c->lru);
 					cache->entries--;
 					cache->bytes -= c->node.end - c->node.start;
-					c->in_tree = false;
+					RC_WRITE_ONCE(c->in_tree, false);
 					if (c->subscribed) {
 						cache->mon->unsubscribe(cache, c);
 						c->subscribed = false;
@@ -1731,8 +1731,8 @@ bool regcache_entry_valid(struct regcache *cache,
 	if (cache->mon->sync)
 		cache->mon->sync(cache);
 	/* the same test a hit on this entry would pass */
-	return *(const volatile bool *)&entry->in_tree &&
-	       !*(const volatile bool *)&entry->dead &&
+	return RC_READ_ONCE(entry->in_tree) &&
+	       !RC_READ_ONCE(entry->dead) &&
 	       !atomic_load_explicit(&entry->stale, memory_order_relaxed) &&
 	       cache->mon->valid(cache, entry);
 }

@@ -36,6 +36,15 @@ struct rc_list {
 	struct rc_list *prev, *next;
 };
 
+/*
+ * in_tree and dead are written under the cache's write lock and read
+ * without it by regcache_entry_valid(): one untorn access each, as the
+ * kernel's READ_ONCE/WRITE_ONCE, and no data race in the C11 sense, so
+ * ThreadSanitizer (--enable-sanitizers=thread) has nothing to report.
+ */
+#define RC_READ_ONCE(x)		__atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define RC_WRITE_ONCE(x, v)	__atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
 struct regcache_entry {
 	struct rc_itree_node node;	/* [start, end) page aligned */
 	_Atomic uint64_t refs;

@@ -57,6 +57,15 @@ static char *map_pages(size_t n)
 
 	if (p == MAP_FAILED)
 		return NULL;
+	/*
+	 * No transparent huge page: merged with neighbouring anonymous
+	 * mappings the buffer can sit in a THP, and unmapping one page of it
+	 * splits the PMD, which the kernel reports (MMU notifier) for the
+	 * whole 2 MiB, so the kmod monitor rightly drops entries the test
+	 * expects to stay valid (seen in the 6.1 guest under ASan, whose
+	 * mappings make such merges likely).
+	 */
+	madvise(p, n * psz, MADV_NOHUGEPAGE);
 	memset(p, 1, n * psz);
 	return p;
 }
@@ -635,6 +644,14 @@ static void test_invalidate_in_use(void)
 	CU_ASSERT_EQUAL_FATAL(munmap(buf, 4 * psz), 0);
 	again = mmap(buf, 4 * psz, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (again == MAP_FAILED && errno == EEXIST) {
+		/* another thread's mmap took the hole (seen with TSan's
+		 * runtime in the monitor thread): nothing to test */
+		regcache_put(cache, a);
+		drop_cache();
+		rc_skip("address reused by another mapping before the test could");
+		return;
+	}
 	CU_ASSERT_FATAL(again == buf);
 	memset(again, 2, 4 * psz);
 	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, 4 * psz, 1, &b), 0);

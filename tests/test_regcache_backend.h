@@ -13,6 +13,7 @@
 #define TEST_REGCACHE_BACKEND_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -29,7 +30,16 @@ struct tb_reg {
 	void *addr;
 	size_t len;
 	uint32_t access;
+	struct tb_reg *dead_next;	/* tb_graveyard */
 };
+
+/*
+ * Deregistered records are kept (never freed) so a second dereg of the
+ * same handle is caught; they are linked here so that they stay
+ * reachable and LeakSanitizer (--enable-sanitizers) does not report them.
+ */
+static struct tb_reg *tb_graveyard;
+static pthread_mutex_t tb_graveyard_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct tb_backend {
 	_Atomic uint64_t next_id;
@@ -85,6 +95,10 @@ static inline int tb_dereg(void *user, void *handle)
 	}
 	/* Keep the record (never freed) so a second dereg is caught. */
 	r->magic = TB_MAGIC_DEAD;
+	pthread_mutex_lock(&tb_graveyard_lock);
+	r->dead_next = tb_graveyard;
+	tb_graveyard = r;
+	pthread_mutex_unlock(&tb_graveyard_lock);
 	atomic_fetch_add(&b->deregs, 1);
 	atomic_fetch_sub(&b->live, 1);
 	return 0;

@@ -23,6 +23,16 @@ RC_TAP_COUNT=${RC_TAP_COUNT:-/tmp/rc-tap-count.$$}
 [ -f "$RC_TAP_COUNT" ] || echo 0 >"$RC_TAP_COUNT"
 export RC_TAP RC_TAP_COUNT
 
+# A build tree configured with --enable-sanitizers runs its programs with
+# the options of its tests/sanitize.sh (ASAN_OPTIONS etc.: a report or a
+# leak fails the program): host environment variables do not reach the
+# guest, that file in the build tree does.
+if [ -f "${RC_BUILDDIR:-/nonexistent}/tests/sanitize.sh" ]; then
+	. "$RC_BUILDDIR/tests/sanitize.sh"
+	[ "$RC_SANITIZERS" = no ] ||
+		echo "rc-guest: sanitizers: $RC_SANITIZERS ${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}"
+fi
+
 # rc__point "ok"|"not ok" NAME [DIRECTIVE]
 rc__point()
 {

@@ -7,6 +7,11 @@
 # monitors.  Every run is bounded by timeout.
 . "$RC_SRCDIR/tests/vm/guest-lib.sh"
 
+# A --enable-sanitizers build tree: first prove that a sanitizer report
+# fails a program in this guest (the options of tests/sanitize.sh reached it)
+[ "${RC_SANITIZERS:-no}" = no ] ||
+	rc_run "sanitizers" "$RC_BUILDDIR/tests/test_sanitizers"
+
 export RXE_ADDR RXE_GID_INDEX
 prog="$RC_BUILDDIR/tests/test_rdmaxfer"
 access="$RC_BUILDDIR/tests/test_rdmaxfer_access"

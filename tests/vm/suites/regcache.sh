@@ -11,6 +11,11 @@
 # missing mode), and the benchmarks, whose output goes to $RC_RESULTS.
 . "$RC_SRCDIR/tests/vm/guest-lib.sh"
 
+# A --enable-sanitizers build tree: first prove that a sanitizer report
+# fails a program in this guest (the options of tests/sanitize.sh reached it)
+[ "${RC_SANITIZERS:-no}" = no ] ||
+	rc_run "sanitizers" "$RC_BUILDDIR/tests/test_sanitizers"
+
 T=$RC_BUILDDIR/tests
 R=${RC_RESULTS:-/tmp}
 

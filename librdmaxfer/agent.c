@@ -554,6 +554,7 @@ void rx_deliver_notifs(struct rdmaxfer_agent *agent)
 		struct rx_notif_q *q = &agent->notifs;
 
 		*n = q->ring[q->head];
+		rx_notif_expose(n);
 		q->head = (q->head + 1) % q->cap;
 		q->count--;
 		fn = agent->notif_fn;

@@ -405,6 +405,7 @@ int rx_cache_get(struct regcache *cache, void *addr, size_t len,
 /* notif.c */
 int rx_post_recv(struct rdmaxfer_agent *agent, uint32_t index);
 void rx_recv_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc);
+void rx_notif_expose(const struct rdmaxfer_notif *n);
 void rx_send_slot_done(struct rdmaxfer_agent *agent, struct ibv_wc *wc);
 void rx_notif_slots_free(struct rdmaxfer_peer *peer);
 

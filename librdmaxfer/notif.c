@@ -273,6 +273,20 @@ unlock:
 	return ret;
 }
 
+/*
+ * Lock held: a notification is about to reach the application, and with
+ * it a pointer to its peer, which the application may then pass to
+ * rdmaxfer_notif_send() or rdmaxfer_peer_destroy().  The library frees a
+ * passive peer nobody was handed when it fails; from here on this one
+ * counts as handed out, so it stays until the application destroys it
+ * (or the agent goes) and that pointer never dangles.
+ */
+void rx_notif_expose(const struct rdmaxfer_notif *n)
+{
+	if (n->peer)
+		n->peer->handed_out = true;
+}
+
 static size_t take_notifs(struct rdmaxfer_agent *agent,
 			  struct rdmaxfer_notif *out, size_t max)
 {
@@ -280,7 +294,9 @@ static size_t take_notifs(struct rdmaxfer_agent *agent,
 	size_t n = 0;
 
 	while (n < max && q->count) {
-		out[n++] = q->ring[q->head];
+		out[n] = q->ring[q->head];
+		rx_notif_expose(&out[n]);
+		n++;
 		q->head = (q->head + 1) % q->cap;
 		q->count--;
 	}

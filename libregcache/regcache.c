@@ -985,6 +985,31 @@ static int rc_get_uncached(struct regcache *cache, uintptr_t start, uintptr_t en
 }
 
 /*
+ * Put a freshly registered, subscribed entry into the index, evicting
+ * idle entries to stay within the limits; if they cannot make room it is
+ * served uncached (released at its put).  Write lock held.
+ */
+static void rc_admit_locked(struct regcache *cache, struct regcache_entry *e,
+			    struct rc_list *release)
+{
+	size_t len = e->node.end - e->node.start;
+
+	while (cache->entries + 1 > cache->max_entries ||
+	       cache->bytes + len > cache->max_bytes)
+		if (!rc_evict_one(cache, release))
+			break;
+	if (cache->entries + 1 > cache->max_entries ||
+	    cache->bytes + len > cache->max_bytes) {
+		if (e->subscribed)
+			cache->mon->unsubscribe(cache, e);
+		e->subscribed = false;
+		e->cached = false;
+		return;
+	}
+	rc_insert_locked(cache, e);
+}
+
+/*
  * A get served uncached because the monitor refused to watch the request:
  * -EBUSY, another userfaultfd owns it; -EMEDIUMTYPE, a shared or file
  * mapping whose changes the monitor cannot see (see monitor_uffd.c).
@@ -1181,21 +1206,7 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 			if (merged)
 				atomic_fetch_add_explicit(&cache->merges, 1,
 							  memory_order_relaxed);
-			while (cache->entries + 1 > cache->max_entries ||
-			       cache->bytes + (e->node.end - e->node.start) >
-					cache->max_bytes)
-				if (!rc_evict_one(cache, &release))
-					break;
-			if (cache->entries + 1 > cache->max_entries ||
-			    cache->bytes + (e->node.end - e->node.start) >
-					cache->max_bytes) {
-				if (e->subscribed)
-					cache->mon->unsubscribe(cache, e);
-				e->subscribed = false;
-				e->cached = false;
-			} else {
-				rc_insert_locked(cache, e);
-			}
+			rc_admit_locked(cache, e, &release);
 		}
 		rc_merge_unref(&m, &release);
 		rc_brlock_write_unlock(&cache->lock);
@@ -1328,7 +1339,6 @@ static int rc_get_exact_slow(struct regcache *cache, struct rc_xfind *f,
 	struct rc_list release;
 	struct regcache_entry *e;
 	unsigned int tries;
-	size_t len;
 	int ret, unwatched = 0;
 
 	rc_list_init(&release);
@@ -1396,21 +1406,8 @@ static int rc_get_exact_slow(struct regcache *cache, struct rc_xfind *f,
 			return ret;
 		}
 		atomic_fetch_add_explicit(&cache->exact, 1, memory_order_relaxed);
-		len = e->node.end - e->node.start;
-		if (e->cached) {
-			while (cache->entries + 1 > cache->max_entries ||
-			       cache->bytes + len > cache->max_bytes)
-				if (!rc_evict_one(cache, &release))
-					break;
-			if (cache->entries + 1 > cache->max_entries ||
-			    cache->bytes + len > cache->max_bytes) {
-				cache->mon->unsubscribe(cache, e);
-				e->subscribed = false;
-				e->cached = false;
-			} else {
-				rc_insert_locked(cache, e);
-			}
-		}
+		if (e->cached)
+			rc_admit_locked(cache, e, &release);
 		rc_brlock_write_unlock(&cache->lock);
 		rc_release_list(cache, &release);
 		if (!e->cached) {

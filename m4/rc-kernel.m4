@@ -10,7 +10,8 @@
 # passes to the compiler.  KMAKE is the make used for Kbuild; the VM harness
 # points it at a wrapper when a kernel needs another toolchain.
 
-# RC_LINUX: --with-linux, --with-linux-obj, --disable-kmod, KMAKE.
+# RC_LINUX: --with-linux, --with-linux-obj, --with-moduledir, --disable-kmod,
+# KMAKE.
 AC_DEFUN([RC_LINUX], [
 	AC_ARG_ENABLE([kmod],
 		[AS_HELP_STRING([--disable-kmod], [do not build regcache.ko])],
@@ -21,6 +22,14 @@ AC_DEFUN([RC_LINUX], [
 	AC_ARG_WITH([linux-obj],
 		[AS_HELP_STRING([--with-linux-obj=DIR], [kernel object (build) tree @<:@same as --with-linux@:>@])],
 		[LINUX_OBJ=$withval], [LINUX_OBJ=])
+	dnl make install puts the module here.  The default is left for make
+	dnl to expand, so it follows LINUX_VERSION; it ignores --prefix (the
+	dnl module must land where modprobe looks), which is why distcheck
+	dnl passes a directory under its own install tree instead.
+	AC_ARG_WITH([moduledir],
+		[AS_HELP_STRING([--with-moduledir=DIR], [where make install puts regcache.ko @<:@/lib/modules/KVER/extra@:>@])],
+		[moduledir=$withval], [moduledir='/lib/modules/$(LINUX_VERSION)/extra'])
+	AC_SUBST([moduledir])
 	AC_ARG_VAR([KMAKE], [make program used to run Kbuild @<:@make@:>@])
 	AS_IF([test -z "$KMAKE"], [KMAKE=make])
 

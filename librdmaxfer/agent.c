@@ -222,10 +222,14 @@ void rx_set_deadline(struct rdmaxfer_agent *agent, int64_t when)
  * Async events.  They are read from the device context's async fd, which
  * belongs to librdmacm's context of the device and so is shared by every
  * agent of the process on that device: whichever agent reads an event
- * hands a copy to each agent it may concern (QP events to all of them, as
- * QP numbers are looked up under each agent's own lock; CQ and SRQ events
- * to their owner; port events to the agents of that port), wakes them and
- * acks it at once (ibv_destroy_qp() waits for the acks of its events).
+ * hands a copy to each agent it concerns (QP events to the agent whose
+ * QP it is, named by the QP's qp_context, set at creation; CQ and SRQ
+ * events to their owner; port events to the agents of that port), wakes
+ * them and acks it at once (ibv_destroy_qp() waits for the acks of its
+ * events, so qp_context may be read before the ack).  A QP event goes to
+ * its owner alone: copied to every agent, the events of a busy agent
+ * would fill the rings of idle ones, and an overflow must then be
+ * recovered by asking the device (see rx_async_recover()).
  * The global lock nests inside agent locks and never the other way.
  */
 struct rx_async_dev {
@@ -351,6 +355,9 @@ static void async_read(struct rdmaxfer_agent *self, struct rx_async_dev *d)
 			case IBV_EVENT_QP_ACCESS_ERR:
 			case IBV_EVENT_PATH_MIG_ERR:
 			case IBV_EVENT_COMM_EST:
+				if (ae.element.qp->qp_context == a)
+					async_push(a, self, &ev);
+				break;
 			case IBV_EVENT_DEVICE_FATAL:
 				async_push(a, self, &ev);
 				break;
@@ -417,6 +424,47 @@ static void async_handle(struct rdmaxfer_agent *agent,
 	}
 }
 
+/*
+ * Lock held: events of this agent were lost (its ring overflowed while it
+ * did not progress).  Ask the device what they would have said: a peer
+ * with a QP in the error state fails, and a port that is not ACTIVE is
+ * down.  Nothing else is failed: an overflow says the agent was slow, not
+ * that its peers broke.
+ */
+static void rx_async_recover(struct rdmaxfer_agent *agent)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_port_attr pa;
+	struct ibv_qp_attr qa;
+	struct rx_list *l, *next;
+	unsigned int i;
+
+	if (!ibv_query_port(agent->ctx, agent->info.port, &pa) &&
+	    pa.state != IBV_PORT_ACTIVE) {
+		agent->port_down = true;
+		rx_fail_all(agent, -ENETDOWN, false);
+		return;
+	}
+	for (l = agent->peers.next; l != &agent->peers; l = next) {
+		struct rdmaxfer_peer *peer =
+			rx_container_of(l, struct rdmaxfer_peer, node);
+
+		next = l->next;
+		if (peer->state != RDMAXFER_PEER_CONNECTED &&
+		    peer->state != RDMAXFER_PEER_CONNECTING)
+			continue;
+		for (i = 0; i < peer->nqps; i++) {
+			struct ibv_qp *qp = peer->qps[i].qp;
+
+			if (qp && !ibv_query_qp(qp, &qa, IBV_QP_STATE, &init) &&
+			    qa.qp_state == IBV_QPS_ERR) {
+				rx_peer_fail(peer, -EIO);
+				break;
+			}
+		}
+	}
+}
+
 /* Lock held: read the device's async events and handle ours. */
 static void rx_async_poll_locked(struct rdmaxfer_agent *agent)
 {
@@ -438,7 +486,7 @@ static void rx_async_poll_locked(struct rdmaxfer_agent *agent)
 	agent->async_lost = false;
 	pthread_mutex_unlock(&async_lock);
 	if (lost)
-		rx_fail_all(agent, -EIO, false);
+		rx_async_recover(agent);
 	for (i = 0; i < n; i++)
 		async_handle(agent, &evs[i]);
 }

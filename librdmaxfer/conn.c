@@ -38,6 +38,8 @@ static void qp_init_attr(struct rdmaxfer_agent *agent,
 	init->send_cq = agent->cq;
 	init->recv_cq = agent->cq;
 	init->srq = agent->srq;
+	/* routes the QP's async events to this agent (agent.c) */
+	init->qp_context = agent;
 	init->qp_type = IBV_QPT_RC;
 	init->cap.max_send_wr = agent->attr.sq_depth;
 	init->cap.max_send_sge = 1;

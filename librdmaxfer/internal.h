@@ -340,7 +340,7 @@ struct rdmaxfer_agent {
 	struct rx_list async_node;	/* its device's agent list */
 	struct rx_async_ev async_ring[RX_ASYNC_RING];
 	unsigned int async_head, async_count;
-	bool async_lost;		/* ring overflowed: fail every peer */
+	bool async_lost;		/* ring overflowed: ask the device */
 	struct rx_qp *qpn_cache;	/* last rx_peer_by_qpn() hit */
 	/* earliest deadline_ns of a peer that has one, 0: none */
 	int64_t next_deadline_ns;

@@ -930,7 +930,14 @@ static void uffd_stop(struct regcache *cache)
 		 */
 		free(c);
 		cache->mon_priv = NULL;
-		if (atomic_fetch_sub(&m->refs, 1) == 1)
+		/* the registry must forget the copy it frees: the child's
+		 * next cache would look at it (found by ASan) */
+		pthread_mutex_lock(&uffd_registry_lock);
+		last = atomic_fetch_sub(&m->refs, 1) == 1;
+		if (last && uffd_current == m)
+			uffd_current = NULL;
+		pthread_mutex_unlock(&uffd_registry_lock);
+		if (last)
 			uffd_mon_free(m, true);
 		return;
 	}

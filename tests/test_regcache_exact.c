@@ -291,7 +291,8 @@ static void test_exact_invalidated(void)
 	CU_ASSERT_FATAL(regcache_get_flags(cache, p + psz, 100, ACC_RWRITE,
 					   XN, &held) == 0);
 	CU_ASSERT_EQUAL(live_count(), 2);
-	munmap(p, 2 * psz);
+	/* unmap and map again in one step: MAP_FIXED over the live
+	 * range (an UNMAP event), so no other thread can take the hole */
 	q = mmap(p, 2 * psz, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 	CU_ASSERT_FATAL(q == p);

@@ -656,8 +656,11 @@ static void churn_once(void)
 {
 	struct regcache_entry *e;
 
-	if (munmap(ch.addr, ch.len) ||
-	    !map_anon(ch.addr, ch.len, PROT_READ | PROT_WRITE)) {
+	/* MAP_FIXED over the live mapping: unmapped (an UNMAP event) and
+	 * mapped anew in one step, so no other thread (a sanitizer
+	 * runtime's) can take the hole in between */
+	if (mmap(ch.addr, ch.len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != ch.addr) {
 		ch.failures++;
 		return;
 	}

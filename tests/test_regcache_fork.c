@@ -181,11 +181,15 @@ static void clone_stale(bool raw)
 
 static void test_raw_clone_stale(void)
 {
+	if (rc_skip_fork_under_tsan())
+		return;
 	clone_stale(true);
 }
 
 static void test_fork_stale(void)
 {
+	if (rc_skip_fork_under_tsan())
+		return;
 	clone_stale(false);
 }
 
@@ -284,11 +288,15 @@ static void clone_own_first(bool raw)
 
 static void test_raw_clone_own_first(void)
 {
+	if (rc_skip_fork_under_tsan())
+		return;
 	clone_own_first(true);
 }
 
 static void test_fork_own_first(void)
 {
+	if (rc_skip_fork_under_tsan())
+		return;
 	clone_own_first(false);
 }
 
@@ -389,11 +397,15 @@ static void clone_mid_section(bool raw)
 
 static void test_raw_clone_mid_section(void)
 {
+	if (rc_skip_fork_under_tsan())
+		return;
 	clone_mid_section(true);
 }
 
 static void test_fork_mid_section(void)
 {
+	if (rc_skip_fork_under_tsan())
+		return;
 	clone_mid_section(false);
 }
 
@@ -546,11 +558,15 @@ static void brlock_fork(bool raw)
 
 static void test_brlock_fork_mid_section(void)
 {
+	if (rc_skip_fork_under_tsan())
+		return;
 	brlock_fork(false);
 }
 
 static void test_brlock_raw_clone_mid_section(void)
 {
+	if (rc_skip_fork_under_tsan())
+		return;
 	brlock_fork(true);
 }
 

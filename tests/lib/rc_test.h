@@ -24,6 +24,23 @@ void rc_skip_all(const char *fmt, ...) __attribute__((noreturn, format(printf, 1
 /* Mark the running test as skipped (call, then return from the test). */
 void rc_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * ThreadSanitizer does not follow fork() of a threaded process: in the
+ * child it reports what the parent's threads (which the child does not
+ * have) did before the fork as racing with the child.  A test that forks
+ * a threaded process skips itself there (it runs in the plain and ASan
+ * builds): "if (rc_skip_fork_under_tsan()) return;".
+ */
+static inline int rc_skip_fork_under_tsan(void)
+{
+#ifdef __SANITIZE_THREAD__
+	rc_skip("ThreadSanitizer does not model fork() of a threaded process");
+	return 1;
+#else
+	return 0;
+#endif
+}
+
 /* Print a TAP diagnostic line ("# ..."). */
 void rc_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -858,12 +858,25 @@ int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 
 	if (!req || (flags & ~RDMAXFER_POST_MORE))
 		return -EINVAL;
-	if (req->state == RX_REQ_ACTIVE)
-		return -EBUSY;
 	peer = req->peer;
 	agent = peer->agent;
-	if (peer->state != RDMAXFER_PEER_CONNECTED)
-		return -ENOTCONN;
+	/*
+	 * The progress thread writes req->state and peer->state under the
+	 * agent lock: read them under it too.  Only it may change them until
+	 * this post makes the request ACTIVE again, and only from ACTIVE to
+	 * a final state, so the registrations may be taken unlocked (they
+	 * can take milliseconds) and the peer checked again afterwards.
+	 */
+	pthread_mutex_lock(&agent->lock);
+	if (req->state == RX_REQ_ACTIVE)
+		ret = -EBUSY;
+	else if (peer->state != RDMAXFER_PEER_CONNECTED)
+		ret = -ENOTCONN;
+	else
+		ret = 0;
+	pthread_mutex_unlock(&agent->lock);
+	if (ret)
+		return ret;
 	ret = req_take_regs(req);
 	if (ret)
 		return ret;

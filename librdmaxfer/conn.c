@@ -1009,10 +1009,17 @@ int rdmaxfer_peer_destroy(struct rdmaxfer_peer *peer)
 	return 0;
 }
 
+/* The progress thread changes a peer's state and error under the agent
+ * lock: the accessors read them under it. */
 RX_EXPORT
 enum rdmaxfer_peer_state rdmaxfer_peer_state(const struct rdmaxfer_peer *peer)
 {
-	return peer->state;
+	enum rdmaxfer_peer_state st;
+
+	pthread_mutex_lock(&peer->agent->lock);
+	st = peer->state;
+	pthread_mutex_unlock(&peer->agent->lock);
+	return st;
 }
 
 RX_EXPORT
@@ -1024,5 +1031,10 @@ uint64_t rdmaxfer_peer_id(const struct rdmaxfer_peer *peer)
 RX_EXPORT
 int rdmaxfer_peer_error(const struct rdmaxfer_peer *peer)
 {
-	return peer->error;
+	int err;
+
+	pthread_mutex_lock(&peer->agent->lock);
+	err = peer->error;
+	pthread_mutex_unlock(&peer->agent->lock);
+	return err;
 }

@@ -320,6 +320,16 @@ static void rc_entry_unref(struct regcache_entry *e, uint64_t bias,
 /* ---------------------------------------------------------- index ops */
 
 /* Take e out of the index.  Write lock held. */
+/* Stop the monitor watching e, if it does.  Write lock held. */
+static void rc_unsubscribe_locked(struct regcache *cache,
+				  struct regcache_entry *e)
+{
+	if (e->subscribed) {
+		cache->mon->unsubscribe(cache, e);
+		e->subscribed = false;
+	}
+}
+
 static void rc_remove_locked(struct regcache *cache, struct regcache_entry *e,
 			     struct rc_list *release)
 {
@@ -332,10 +342,7 @@ static void rc_remove_locked(struct regcache *cache, struct regcache_entry *e,
 	if (!e->exact)
 		atomic_fetch_add_explicit(&cache->tree_seq, 1,
 					  memory_order_release);
-	if (e->subscribed) {
-		cache->mon->unsubscribe(cache, e);
-		e->subscribed = false;
-	}
+	rc_unsubscribe_locked(cache, e);
 	rc_entry_unref(e, RC_REF_TREE, release);
 }
 
@@ -1000,9 +1007,7 @@ static void rc_admit_locked(struct regcache *cache, struct regcache_entry *e,
 			break;
 	if (cache->entries + 1 > cache->max_entries ||
 	    cache->bytes + len > cache->max_bytes) {
-		if (e->subscribed)
-			cache->mon->unsubscribe(cache, e);
-		e->subscribed = false;
+		rc_unsubscribe_locked(cache, e);
 		e->cached = false;
 		return;
 	}
@@ -1114,10 +1119,7 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 			 * dropped at once rather than halved.
 			 */
 			rc_brlock_write_lock(&cache->lock);
-			if (e->subscribed) {
-				cache->mon->unsubscribe(cache, e);
-				e->subscribed = false;
-			}
+			rc_unsubscribe_locked(cache, e);
 			if (level != RC_TRY_GROWN || rc_reg_nomem(ret) ||
 			    !rc_grow_shrink(&m))
 				rc_try_next(&m, &level, &release);
@@ -1142,10 +1144,7 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 		rc_list_del(&e->link);	/* off the pending list */
 		if (ret) {
 			/* The cache is left as it was. */
-			if (e->subscribed) {
-				cache->mon->unsubscribe(cache, e);
-				e->subscribed = false;
-			}
+			rc_unsubscribe_locked(cache, e);
 			rc_merge_unref(&m, &release);
 			rc_brlock_write_unlock(&cache->lock);
 			rc_release_list(cache, &release);
@@ -1171,10 +1170,7 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 			else if (level == RC_TRY_UNION)
 				merge = false;
 			lost = true;
-			if (e->subscribed) {
-				cache->mon->unsubscribe(cache, e);
-				e->subscribed = false;
-			}
+			rc_unsubscribe_locked(cache, e);
 			rc_merge_unref(&m, &release);
 			rc_brlock_write_unlock(&cache->lock);
 			rc_release_list(cache, &release);
@@ -1194,10 +1190,7 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 					cache->entries--;
 					cache->bytes -= c->node.end - c->node.start;
 					RC_WRITE_ONCE(c->in_tree, false);
-					if (c->subscribed) {
-						cache->mon->unsubscribe(cache, c);
-						c->subscribed = false;
-					}
+					rc_unsubscribe_locked(cache, c);
 					atomic_fetch_sub(&c->refs, RC_REF_TREE);
 					atomic_fetch_add_explicit(&cache->tree_seq, 1,
 								  memory_order_release);
@@ -1385,10 +1378,7 @@ static int rc_get_exact_slow(struct regcache *cache, struct rc_xfind *f,
 			     (e->subscribed && !cache->mon->valid(cache, e)))) {
 			/* the memory changed while we registered it: again */
 			ret = -EAGAIN;
-			if (e->subscribed) {
-				cache->mon->unsubscribe(cache, e);
-				e->subscribed = false;
-			}
+			rc_unsubscribe_locked(cache, e);
 			rc_brlock_write_unlock(&cache->lock);
 			rc_release_list(cache, &release);
 			rc_deregister_now(cache, e);
@@ -1396,10 +1386,7 @@ static int rc_get_exact_slow(struct regcache *cache, struct rc_xfind *f,
 			continue;
 		}
 		if (ret) {
-			if (e->subscribed) {
-				cache->mon->unsubscribe(cache, e);
-				e->subscribed = false;
-			}
+			rc_unsubscribe_locked(cache, e);
 			rc_brlock_write_unlock(&cache->lock);
 			rc_release_list(cache, &release);
 			rc_entry_free(cache, e);

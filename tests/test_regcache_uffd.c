@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -352,7 +353,24 @@ struct stress {
 	char *buf[NBUF];
 	_Atomic int stop;
 	_Atomic long gets, stale, errors;
+	/* the first failure, for the log */
+	char why[160];
+	_Atomic int said;
 };
+
+/* Keep the first thing that went wrong, to say it at the end. */
+static void stress_say(struct stress *st, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void stress_say(struct stress *st, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (atomic_exchange(&st->said, 1))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(st->why, sizeof(st->why), fmt, ap);
+	va_end(ap);
+}
 
 static void *stress_getter(void *arg)
 {
@@ -368,12 +386,18 @@ static void *stress_getter(void *arg)
 
 		if (ret) {
 			/* the buffer was being remapped: a hole */
-			if (ret != -EFAULT)
+			if (ret != -EFAULT) {
 				atomic_fetch_add(&st->errors, 1);
+				stress_say(st, "getter: cache %d buf %d +%zu len %zu: %s",
+					   k, j, off, len, strerror(-ret));
+			}
 			continue;
 		}
-		if (!tb_live(e))
+		if (!tb_live(e)) {
 			atomic_fetch_add(&st->errors, 1);
+			stress_say(st, "getter: cache %d buf %d +%zu len %zu: handed a deregistered entry (id %llu)",
+				   k, j, off, len, (unsigned long long)tb_id(e));
+		}
 		atomic_fetch_add(&st->gets, 1);
 		regcache_put(st->c[k], e);
 	}
@@ -411,21 +435,39 @@ static void t_two_caches_threads(void)
 		for (k = 0; k < 2; k++)
 			before[k] = atomic_load(&st.be[k].next_id);
 		CU_ASSERT_EQUAL_FATAL(munmap(a, BUFPG * psz), 0);
-		CU_ASSERT_FATAL(mmap(a, BUFPG * psz, PROT_READ | PROT_WRITE,
-				     MAP_PRIVATE | MAP_ANONYMOUS |
-				     MAP_FIXED_NOREPLACE, -1, 0) == a);
+			if (mmap(a, BUFPG * psz, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+			 -1, 0) != a) {
+			/* another thread's mapping took the hole */
+			stress_say(&st, "remap of buf %d at %p: %s", j, a,
+				   strerror(errno));
+			atomic_store(&st.stop, 1);
+			for (i = 0; i < 4; i++)
+				pthread_join(th[i], NULL);
+			CU_FAIL_FATAL(st.why);
+		}
 		memset(a, 2, BUFPG * psz);
 		remaps++;
 		/* Whatever either cache returns now was registered after. */
 		for (k = 0; k < 2; k++) {
 			struct regcache_entry *e;
 
-			if (regcache_get(st.c[k], a, BUFPG * psz, 1, &e)) {
+			int ret = regcache_get(st.c[k], a, BUFPG * psz, 1, &e);
+
+			if (ret) {
 				atomic_fetch_add(&st.errors, 1);
+				stress_say(&st, "remapper: cache %d buf %d: %s",
+					   k, j, strerror(-ret));
 				continue;
 			}
-			if (tb_id(e) <= before[k])
+			if (tb_id(e) <= before[k]) {
 				atomic_fetch_add(&st.stale, 1);
+				stress_say(&st, "remapper: cache %d buf %d: stale entry [%p, +%zu) id %llu <= %llu",
+					   k, j, regcache_entry_addr(e),
+					   regcache_entry_len(e),
+					   (unsigned long long)tb_id(e),
+					   (unsigned long long)before[k]);
+			}
 			regcache_put(st.c[k], e);
 		}
 		clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -436,6 +478,8 @@ static void t_two_caches_threads(void)
 	rc_diag("stress: %ld gets, %d remaps, %ld stale, %ld errors",
 		atomic_load(&st.gets), remaps, atomic_load(&st.stale),
 		atomic_load(&st.errors));
+	if (atomic_load(&st.said))
+		rc_diag("stress: first failure: %s", st.why);
 	CU_ASSERT_EQUAL(atomic_load(&st.stale), 0);
 	CU_ASSERT_EQUAL(atomic_load(&st.errors), 0);
 	CU_ASSERT(atomic_load(&st.gets) > 0);

@@ -198,14 +198,27 @@ struct rdmaxfer_peer *rx_peer_by_qpn(struct rdmaxfer_agent *agent,
 	return NULL;
 }
 
-/*
- * Lock held.  Move the peer out of CONNECTED: every QP to the error state
- * (outstanding WRs flush, so every request completes), the remote side is
- * told through a DREQ, and queued work fails at once.
- */
-void rx_peer_fail(struct rdmaxfer_peer *peer, int err)
+/* Lock held: every QP of the peer to the error state, so that what is
+ * outstanding on it flushes. */
+static void peer_qps_to_error(struct rdmaxfer_peer *peer)
 {
 	struct ibv_qp_attr qattr = { .qp_state = IBV_QPS_ERR };
+	unsigned int i;
+
+	peer->qps_err_deferred = false;
+	for (i = 0; i < peer->nqps; i++)
+		if (peer->qps[i].qp)
+			ibv_modify_qp(peer->qps[i].qp, &qattr, IBV_QP_STATE);
+}
+
+/*
+ * Lock held.  Move the peer out of CONNECTED: every QP to the error state
+ * (outstanding WRs flush, so every request completes) unless to_error is
+ * false (rx_peer_fail_quiet()), the remote side is told through a DREQ
+ * unless its QPs are marked disconnecting, and queued work fails at once.
+ */
+static void peer_fail(struct rdmaxfer_peer *peer, int err, bool to_error)
+{
 	struct rdmaxfer_agent *agent = peer->agent;
 	struct ibv_port_attr pa;
 	unsigned int i;
@@ -241,10 +254,17 @@ void rx_peer_fail(struct rdmaxfer_peer *peer, int err)
 			q->disconnecting = true;
 			rdma_disconnect(q->id);
 		}
-		if (q->qp)
-			ibv_modify_qp(q->qp, &qattr, IBV_QP_STATE);
 		rx_fail_backlog(q, err);
 	}
+	if (to_error)
+		peer_qps_to_error(peer);
+	else
+		peer->qps_err_deferred = true;
+}
+
+void rx_peer_fail(struct rdmaxfer_peer *peer, int err)
+{
+	peer_fail(peer, err, true);
 }
 
 /*
@@ -294,6 +314,20 @@ void rx_peer_abort(struct rdmaxfer_peer *peer, int err)
  * remote's precise error into a flush.  The remote's own failure
  * disconnects; if it does not, destroying the ids does (the kernel's CM
  * sends the DREQ of an id destroyed while established).
+ *
+ * Nor are the QPs moved to the error state here: the NAK may not have
+ * left yet.  rxe (seen on 7.3) raises IBV_EVENT_QP_ACCESS_ERR *before*
+ * its responder sends the NAK, and a responder that finds its QP in the
+ * error state by then drops the NAK (rxe_resp.c, do_complete()).  The
+ * requester is then never told: it retransmits into a QP in error until
+ * its retry count runs out (forever on rxe with a retry count of 7).  A
+ * responder QP moves itself to the error state after a class C error
+ * (so does the IBA's responder; rxe: goto_error in rxe_resp.c), which
+ * flushes our own work on it; only should it not, the QPs are moved
+ * there when the flush deadline passes (rx_check_deadlines()), long after
+ * the NAK went out.  Nothing is reachable meanwhile that was not before:
+ * every remote request is still checked against its MR, whatever the
+ * QP's state, and the requester sends nothing new past a NAK.
  */
 void rx_peer_fail_quiet(struct rdmaxfer_peer *peer, int err)
 {
@@ -304,7 +338,7 @@ void rx_peer_fail_quiet(struct rdmaxfer_peer *peer, int err)
 		for (i = 0; i < peer->nqps; i++)
 			if (peer->qps[i].id)
 				peer->qps[i].disconnecting = true;
-	rx_peer_fail(peer, err);
+	peer_fail(peer, err, false);
 }
 
 /* Lock held: fail every peer of the agent (port down, device lost). */
@@ -351,6 +385,9 @@ void rx_check_deadlines(struct rdmaxfer_agent *agent)
 				rx_peer_free(peer);
 			continue;
 		}
+		/* a quiet failure's NAK is long gone: flush what is left */
+		if (peer->qps_err_deferred)
+			peer_qps_to_error(peer);
 		if (peer->nreqs_active &&
 		    (peer->state == RDMAXFER_PEER_ERROR ||
 		     peer->state == RDMAXFER_PEER_DISCONNECTED))
@@ -806,7 +843,15 @@ static int connect_qps(struct rdmaxfer_peer *peer, int timeout_ms)
 		cp.private_data_len = sizeof(hb);
 		cp.responder_resources = agent->rd_atom;
 		cp.initiator_depth = agent->rd_atom;
-		cp.retry_count = 7;
+		/* the REQ's retry count is both sides' (IB CM): 6, not 7,
+		 * which rxe takes as "retry forever" (rxe_comp.c), so a
+		 * request to a responder that went silent, a peer that
+		 * vanished without a DREQ or a NAK that was lost, would never
+		 * complete.  With 6 it fails with IBV_WC_RETRY_EXC_ERR
+		 * (-ETIMEDOUT) after 7 local ACK timeouts, on every device.
+		 * RNR retries stay infinite: a receiver that is alive but
+		 * slow is waited for (rdmaxfer_notif(3)). */
+		cp.retry_count = RX_RETRY_COUNT;
 		cp.rnr_retry_count = 7;
 		if (rdma_connect(id, &cp)) {
 			ret = -errno;
@@ -981,6 +1026,7 @@ int rdmaxfer_peer_reconnect(struct rdmaxfer_peer *peer, int timeout_ms)
 	peer->state = RDMAXFER_PEER_CONNECTING;
 	peer->error = 0;
 	peer->deadline_ns = 0;
+	peer->qps_err_deferred = false;
 	pthread_mutex_unlock(&agent->lock);
 
 	ret = connect_qps(peer, timeout_ms);

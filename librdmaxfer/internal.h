@@ -31,6 +31,9 @@
  * this process).  Remote rights are granted per registration (mem.c).
  */
 #define RX_LOCAL_ACCESS	IBV_ACCESS_LOCAL_WRITE
+/* transport retries of a QP: the most that is finite on every device
+ * (conn.c, connect_qps()) */
+#define RX_RETRY_COUNT		6
 /* one scatter entry is 32 bits long; keep pieces well under it */
 #define RX_MAX_PIECE		(1U << 30)
 
@@ -165,6 +168,9 @@ struct rdmaxfer_peer {
 	int error;
 	bool initiator;
 	bool handed_out;
+	/* failed quietly (rx_peer_fail_quiet()): its QPs are left to the
+	 * device until the flush deadline */
+	bool qps_err_deferred;
 	uint64_t remote_id;
 	uint64_t token;
 	char host[64];

@@ -11,7 +11,8 @@
 #   parity      median ratio within +-10 % of 1.0
 #   ahead       median above 1.10 and the lower quartile above 1.0
 #   behind      median below 0.90 and the upper quartile below 1.0
-#   unresolved  otherwise: the runs disagree more than the band
+#   unresolved  otherwise: the runs disagree more than the band, or
+#               fewer than 3 repetitions lie outside it
 # For latency the ratio is peer / ours, so above 1.0 always means ours is
 # better.  stable@ is the number of repetitions after which the verdict of
 # the first k repetitions equals the final one for every k: what this row
@@ -51,6 +52,8 @@ def verdict(ratios):
     lo, hi = quartiles(ratios)
     if abs(m - 1.0) <= BAND:
         return "parity"
+    if len(ratios) < 3:     # no quartiles worth the name
+        return "unresolved"
     if m > 1.0 + BAND and lo > 1.0:
         return "ahead"
     if m < 1.0 - BAND and hi < 1.0:

@@ -595,6 +595,9 @@ static const char *verdict(double *r, int n)
 	hi = quant(r, n, 0.75);
 	if (fabs(m - 1.0) <= CMP_BAND)
 		return "parity";
+	/* fewer than 3 runs have no quartiles worth the name */
+	if (n < 3)
+		return "unresolved";
 	if (m > 1.0 + CMP_BAND && lo > 1.0)
 		return "ahead";
 	if (m < 1.0 - CMP_BAND && hi < 1.0)

@@ -9,8 +9,11 @@
 # cache off and on) and prints the tables, which it also keeps in
 # BUILD/bench-results/compare-KERNEL.txt.
 #
-# Environment: RC_BENCH_SCALE=quick|full (default full: under 10 minutes
-# per kernel on a 2-core machine), VM_CACHE (the harness's kernel cache).
+# Environment: RC_BENCH_SCALE=quick|full (default full: 7 repetitions,
+# about 30 minutes per kernel on a quiet 2-core machine; quick: 3),
+# RC_BENCH_REPS=N (repetitions per side, overrides the scale's),
+# RC_BENCH_EXTRAS=no (only the like-for-like table), VM_CACHE (the
+# harness's kernel cache).
 set -u
 
 build=${1:?usage: bench-compare-host.sh BUILD [KERNEL...]}
@@ -23,7 +26,8 @@ rc=0
 for k in $kernels; do
 	echo "bench-compare-host: kernel $k, scale $scale (a few minutes)"
 	make -C "$build/tests" check-vm VM_KERNELS="$k" VM_SUITES=bench-compare \
-		VM_MEM=3G VM_TIMEOUT=1800 VM_APPEND="rc.scale=$scale" \
+		VM_MEM=3G VM_TIMEOUT=${VM_TIMEOUT:-3600} \
+		VM_APPEND="rc.scale=$scale${RC_BENCH_REPS:+ rc.reps=$RC_BENCH_REPS}${RC_BENCH_EXTRAS:+ rc.extras=$RC_BENCH_EXTRAS}" \
 		${VM_CACHE:+VM_CACHE="$VM_CACHE"} >"$build/bench-results/make-$k.log" 2>&1 || rc=1
 	res=$build/tests/vm/results/bench-compare@$k
 	if [ -s "$res/compare.txt" ]; then

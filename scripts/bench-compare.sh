@@ -1,22 +1,51 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
-# bench-compare.sh: rdmaxfer-bench against perftest on one RDMA device,
-# server and client on this machine (loopback through the device), plus
-# the registration tables.  Runs inside the QEMU guest (through
-# tests/vm/suites/bench-compare.sh, started by scripts/bench-compare-host.sh)
-# or directly on a machine with an RDMA device.
+# bench-compare.sh: rdmaxfer-bench against perftest and ucx_perftest on
+# one RDMA device, server and client on this machine (loopback through the
+# device), like for like, plus the registration tables.  Runs inside the
+# QEMU guest (through tests/vm/suites/bench-compare.sh, started by
+# scripts/bench-compare-host.sh) or directly on a machine with an RDMA
+# device.
 #
-# Under QEMU TCG single runs are noisy (one in 5-8 is 20-65 % off), so
-# both tools run the same sizes interleaved (the order alternates per
-# repetition), client and server pinned to different CPUs, and the table
-# compares medians of the repetitions.  Only the ratios mean something.
+# Like for like.  rdmaxfer-bench's default reposts up to 16 requests per
+# doorbell; perftest's default posts one WR per doorbell.  Comparing the
+# two defaults measures batching, which perftest offers too (--post_list).
+# So every row pairs two configurations that post and signal alike:
+#
+#   ours --batch 16   vs  ib_*_bw -l 16   16 WRs per doorbell, one CQE per
+#                                         doorbell (perftest sets cq_mod to
+#                                         the post list)
+#   ours --batch 1    vs  ib_*_bw -Q 1    one WR per doorbell, one CQE per WR
+#   ours --batch 1    vs  ib_*_bw         perftest's default: one WR per
+#                                         doorbell, one CQE per 100 WRs
+#                                         (cq_mod 100); librdmaxfer signals
+#                                         the last WR of every doorbell, so
+#                                         this pair differs in signalling
+#                                         and the -Q 1 row is the matched one
+#   ours (default)    vs  ucx_perftest    UCX's own defaults (ucp_put_bw,
+#                                         ucp_get, ucp_put_lat) on rc_v
+#   ours write_lat    vs  ib_write_lat    ping-pong, t_typical (median)
+#
+# Under QEMU TCG single runs are noisy (one in 5-8 is 20-65 % off), so all
+# sides of a row run in the same boot, interleaved (the order rotates per
+# repetition), client and server pinned to different CPUs.  The table
+# gives each side's median with its range, the median of the per-
+# repetition ratios (the two runs of one repetition are adjacent in time)
+# with their quartiles, and a verdict: "parity" when the median ratio is
+# within +-10 % of 1.0, "ahead"/"behind" only when it is outside that band
+# AND the quartiles of the ratios lie on the same side of 1.0, otherwise
+# "unresolved".  "stable@" is the number of repetitions after which the
+# verdict no longer changed: how many this row needed.
 #
 #   bench-compare.sh --bench PATH --device DEV --addr IPV4 --out DIR
-#                    [--gid N] [--scale quick|full] [--kernel NAME]
+#                    [--gid N] [--scale quick|full] [--reps N]
+#                    [--extras yes|no] [--kernel NAME]
+#   bench-compare.sh --table DIR      (re-render DIR/raw.csv, no runs)
 #
-# Writes DIR/raw.csv (every run), DIR/reg.txt, DIR/nixl*.txt and
-# DIR/compare.txt (the tables), and prints compare.txt at the end.
+# Writes DIR/raw.csv (every run), DIR/commands.txt (the exact command
+# lines), DIR/reg.txt, DIR/nixl*.txt and DIR/compare.txt (the tables), and
+# prints compare.txt at the end.
 set -u
 
 bench=
@@ -25,7 +54,11 @@ addr=
 gid=
 out=
 scale=full
+reps=
+extras=yes
+table_only=
 kernel=$(uname -r)
+here=$(cd "$(dirname "$0")" && pwd)
 while [ $# -gt 0 ]; do
 	case $1 in
 	--bench) bench=$2; shift 2 ;;
@@ -34,24 +67,51 @@ while [ $# -gt 0 ]; do
 	--gid) gid=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--scale) scale=$2; shift 2 ;;
+	--reps) reps=$2; shift 2 ;;
+	--extras) extras=$2; shift 2 ;;
 	--kernel) kernel=$2; shift 2 ;;
+	--table) table_only=1; out=$2; shift 2 ;;
 	*) echo "bench-compare: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
+if [ -n "$table_only" ]; then
+	[ -s "$out/raw.csv" ] || {
+		echo "bench-compare: no $out/raw.csv to render" >&2
+		exit 2
+	}
+	exec python3 "$here/bench-compare-table.py" "$out"
+fi
 if [ -z "$bench" ] || [ -z "$dev" ] || [ -z "$addr" ] || [ -z "$out" ]; then
-	echo "usage: bench-compare.sh --bench PATH --device DEV --addr IPV4 --out DIR [--gid N] [--scale quick|full]" >&2
+	echo "usage: bench-compare.sh --bench PATH --device DEV --addr IPV4 --out DIR [--gid N] [--scale quick|full] [--reps N] [--extras yes|no]" >&2
 	exit 2
 fi
+case $scale in
+quick|full) ;;
+*) echo "bench-compare: --scale is quick or full, not '$scale'" >&2; exit 2 ;;
+esac
+case ${reps:-5} in
+''|*[!0-9]*|0) echo "bench-compare: --reps needs a positive number, not '$reps'" >&2; exit 2 ;;
+esac
 for t in ib_write_bw ib_read_bw ib_write_lat python3 taskset timeout; do
 	command -v $t >/dev/null 2>&1 || {
 		echo "bench-compare: $t not found (apt-get install perftest python3 util-linux coreutils)" >&2
 		exit 2
 	}
 done
+# UCX is optional: Debian 12 packages it (ucx-utils), but a machine
+# without it still gets the perftest rows.
+have_ucx=
+if command -v ucx_perftest >/dev/null 2>&1; then
+	have_ucx=1
+else
+	echo "bench-compare: ucx_perftest not found (apt-get install ucx-utils): no UCX rows"
+fi
 mkdir -p "$out" || exit 1
 raw=$out/raw.csv
 log=$out/runs.log
+cmds=$out/commands.txt
 : >"$log"
+: >"$cmds"
 echo "kernel,tool,test,bytes,rep,value" >"$raw"
 gidopt=${gid:+-x $gid}
 ncpu=$(nproc 2>/dev/null || echo 1)
@@ -63,75 +123,152 @@ else
 	cpu_c=0
 fi
 
-# repetitions (medians) per size: small sizes are noisier (VM-FACTS.md)
+# Repetitions: every side of every row runs this many times.  VM-FACTS.md
+# measured 8-23 per side for a +-5 % ratio at 64 B-4 KiB under TCG; the
+# parity band here is +-10 %, and stable@ in the table says how many each
+# row needed.
 case $scale in
-quick) rep_small=3 rep_large=2 rep_lat=2 nixl_iters=3 ;;
-*) rep_small=5 rep_large=3 rep_lat=3 nixl_iters=4 ;;
+quick) : "${reps:=3}" nixl_iters=3 ;;
+*) : "${reps:=7}" nixl_iters=4 ;;
 esac
 bw_sizes="64 4096 65536 1048576"
 lat_sizes="2 4096"
-# iterations per run: about half a second of data at rxe-under-TCG speed
+# Iterations per run: a multiple of 16 (perftest -l 16 requires it), about
+# a second of data at rxe-under-TCG speed.
 bw_iters()
 {
 	case $1 in
-	64) echo 5000 ;;
-	4096) echo 5000 ;;
-	65536) echo 500 ;;
-	*) echo 50 ;;
+	64) echo 4096 ;;
+	4096) echo 2048 ;;
+	65536) echo 256 ;;
+	*) echo 32 ;;
 	esac
 }
-reps_for()
-{
-	if [ "$1" -le 4096 ]; then echo "$rep_small"; else echo "$rep_large"; fi
-}
+lat_iters=1000
 
 port=19000
 t0=$(date +%s)
 elapsed() { echo $(($(date +%s) - t0)); }
+
+# UCX on soft-RoCE: the rxe device, RC over verbs, and no DGID check (rxe's
+# loopback GID is not what UCX's UD check expects).
+ucx_env="UCX_NET_DEVICES=$dev:1 UCX_TLS=rc_v UCX_UD_VERBS_ETH_DGID_CHECK=n"
+
+# side_cmd TOOL TEST SIZE N: the server command line of one side (the
+# client's is the same plus the address, or "ADDR" first for UCX).
+side_cmd()
+{
+	tool=$1 test=$2 size=$3 n=$4
+	case $tool in
+	pt_l16) echo "ib_$test -d $dev -i 1 $gidopt -s $size -n $n -F -l 16" ;;
+	pt_q1) echo "ib_$test -d $dev -i 1 $gidopt -s $size -n $n -F -Q 1" ;;
+	pt) echo "ib_$test -d $dev -i 1 $gidopt -s $size -n $n -F" ;;
+	ours16) echo "$bench -d $dev $gidopt -s $size -n $n --csv --batch 16 $test" ;;
+	ours1) echo "$bench -d $dev $gidopt -s $size -n $n --csv --batch 1 $test" ;;
+	ours) echo "$bench -d $dev $gidopt -s $size -n $n --csv $test" ;;
+	ucx)
+		case $test in
+		write_bw) t=ucp_put_bw ;;
+		read_bw) t=ucp_get ;;
+		*) t=ucp_put_lat ;;
+		esac
+		# warm-up: a tenth of the run (UCX's default, 10000
+		# iterations, is minutes of 1 MiB transfers under TCG)
+		case $n in
+		*[!0-9]*) w="$n/10" ;;
+		*) w=$((n / 10)) ;;
+		esac
+		echo "ucx_perftest -t $t -s $size -n $n -w $w" ;;
+	esac
+}
+
+# wait_ready TOOL FILE PORT: until the server can take a client (at most
+# 20 s).  rdmaxfer-bench says so; perftest and UCX listen on a TCP port
+# for their out-of-band exchange.
+wait_ready()
+{
+	i=0
+	while [ $i -lt 100 ]; do
+		case $1 in
+		ours*) grep -q 'waiting for a client' "$2" 2>/dev/null && return 0 ;;
+		*) ss -Hltn "sport = :$3" 2>/dev/null | grep -q . && return 0 ;;
+		esac
+		sleep 0.2
+		i=$((i + 1))
+	done
+	return 1
+}
 
 # run_pair TOOL TEST SIZE REP: one server + client run; appends the value
 # (MiB/s average for bw, t_typical usec for lat) to raw.csv.
 run_pair()
 {
 	tool=$1 test=$2 size=$3 rep=$4
-	port=$((port + 1))
 	case $test in
 	*_bw) n=$(bw_iters "$size") ;;
-	*) n=1000 ;;
+	*) n=$lat_iters ;;
 	esac
-	if [ "$tool" = perftest ]; then
-		srv="ib_$test -d $dev -i 1 $gidopt -s $size -n $n -F -p $port"
-		cli="$srv $addr"
-	else
-		# ours1: one doorbell per request (no RDMAXFER_POST_MORE batching)
-		batch=
-		[ "$tool" = ours1 ] && batch="--batch 1"
-		srv="$bench -d $dev $gidopt -s $size -n $n -p $port --csv $batch $test"
-		cli="$srv $addr"
+	srv=$(side_cmd "$tool" "$test" "$size" "$n")
+	# the command lines for the table, with SIZE, N and PORT as words
+	if ! grep -q "^$tool $test " "$cmds"; then
+		g=$(side_cmd "$tool" "$test" SIZE N)
+		case $tool in
+		ucx)
+			printf '%s %s server: %s\n%s %s client: %s\n' \
+				"$tool" "$test" "taskset -c $cpu_s env $ucx_env $g -p PORT" \
+				"$tool" "$test" "taskset -c $cpu_c env $ucx_env ucx_perftest $addr ${g#ucx_perftest } -p PORT" ;;
+		*)
+			printf '%s %s server: %s\n%s %s client: %s\n' \
+				"$tool" "$test" "taskset -c $cpu_s $g -p PORT" \
+				"$tool" "$test" "taskset -c $cpu_c $g -p PORT $addr" ;;
+		esac >>"$cmds"
 	fi
 	try=0
 	while :; do
-		timeout 120 taskset -c "$cpu_s" $srv >"$out/srv.out" 2>&1 &
+		port=$((port + 1))
+		case $tool in
+		ucx)
+			s="env $ucx_env $srv -p $port"
+			c="env $ucx_env ucx_perftest $addr ${srv#ucx_perftest } -p $port"
+			;;
+		*)
+			s="$srv -p $port"
+			c="$srv -p $port $addr"
+			;;
+		esac
+		timeout 120 taskset -c "$cpu_s" $s >"$out/srv.out" 2>&1 &
 		spid=$!
-		sleep 1
-		timeout 120 taskset -c "$cpu_c" $cli >"$out/cli.out" 2>&1
+		wait_ready "$tool" "$out/srv.out" "$port"
+		timeout 120 taskset -c "$cpu_c" $c >"$out/cli.out" 2>&1
 		crc=$?
 		[ "$crc" != 0 ] && kill "$spid" 2>/dev/null
 		wait "$spid" 2>/dev/null
-		if [ "$tool" = perftest ]; then
+		case $tool in
+		pt*)
 			# the row after the column header: bytes iterations ...
 			row=$(awk -v s="$size" '$1 == s && NF >= 5 { print; exit }' "$out/cli.out")
 			case $test in
 			*_bw) val=$(echo "$row" | awk '{ print $4 }') ;;
 			*) val=$(echo "$row" | awk '{ print $5 }') ;;
 			esac
-		else
+			;;
+		ucx)
+			# Final: iters, lat 50%ile, avg, overall; MB/s avg,
+			# overall; msg/s avg, overall (MB = 2^20 in UCX)
+			row=$(awk '$1 == "Final:" { print; exit }' "$out/cli.out")
+			case $test in
+			*_bw) val=$(echo "$row" | awk '{ print $7 }') ;;
+			*) val=$(echo "$row" | awk '{ print $3 }') ;;
+			esac
+			;;
+		*)
 			row=$(awk -F, -v s="$size" '$1 == s { print; exit }' "$out/cli.out")
 			case $test in
 			*_bw) val=$(echo "$row" | awk -F, '{ print $4 }') ;;
 			*) val=$(echo "$row" | awk -F, '{ print $5 }') ;;
 			esac
-		fi
+			;;
+		esac
 		# a zero (perftest prints 0.00 when its timing failed) is a failure
 		if [ "$crc" = 0 ] && [ -n "$val" ] &&
 		   awk -v v="$val" 'BEGIN { exit !(v + 0 > 0) }'; then
@@ -143,52 +280,62 @@ run_pair()
 			val=
 			break
 		fi
-		port=$((port + 1))
 	done
 	echo "$tool $test $size rep $rep: ${val:-FAILED} (t=$(elapsed) s)" | tee -a "$log"
 	[ -n "$val" ] && echo "$kernel,$tool,$test,$size,$rep,$val" >>"$raw"
 	return 0
 }
 
-echo "bench-compare: $dev $addr, kernel $kernel, scale $scale, $ncpu CPUs"
-ibv_devinfo -d "$dev" >"$out/devinfo.txt" 2>&1
+# run_rotated TEST SIZE REP TOOL...: each tool once, the order rotated by
+# REP so no side always runs first (or right after another one).
+run_rotated()
+{
+	test=$1 size=$2 r=$3
+	shift 3
+	k=$(((r - 1) % $#))
+	while [ "$k" -gt 0 ]; do
+		first=$1
+		shift
+		set -- "$@" "$first"
+		k=$((k - 1))
+	done
+	for tool in "$@"; do
+		run_pair "$tool" "$test" "$size" "$r"
+	done
+}
 
-# --- bandwidth, interleaved ----------------------------------------------
-maxrep=$rep_small
-[ "$rep_large" -gt "$maxrep" ] && maxrep=$rep_large
+echo "bench-compare: $dev $addr, kernel $kernel, scale $scale, $reps repetitions, $ncpu CPUs${have_ucx:+, with UCX}"
+ibv_devinfo -d "$dev" >"$out/devinfo.txt" 2>&1
+{
+	echo "perftest: $(dpkg-query -W -f '${Version}' perftest 2>/dev/null || echo unknown)"
+	[ -n "$have_ucx" ] && ucx_perftest -h >/dev/null 2>&1 &&
+		echo "ucx: $(dpkg-query -W -f '${Version}' ucx-utils 2>/dev/null || echo unknown), env $ucx_env"
+} >"$out/versions.txt"
+
+# --- like for like, interleaved --------------------------------------
 rep=1
-while [ $rep -le "$maxrep" ]; do
+while [ $rep -le "$reps" ]; do
 	for test in write_bw read_bw; do
 		for size in $bw_sizes; do
-			[ $rep -le "$(reps_for "$size")" ] || continue
-			if [ $((rep % 2)) = 1 ]; then
-				run_pair ours $test "$size" $rep
-				run_pair perftest $test "$size" $rep
-			else
-				run_pair perftest $test "$size" $rep
-				run_pair ours $test "$size" $rep
-			fi
-			# what doorbell batching buys, where it matters
-			[ "$size" -le 4096 ] && run_pair ours1 $test "$size" $rep
+			# -Q 1 matters where messages are small; above 4 KiB
+			# a CQE per message is noise against the data
+			q1=
+			[ "$size" -le 4096 ] && q1=pt_q1
+			run_rotated $test "$size" $rep ours16 pt_l16 ours1 pt $q1 ${have_ucx:+ucx}
 		done
 	done
+	for size in $lat_sizes; do
+		run_rotated write_lat "$size" $rep ours pt ${have_ucx:+ucx}
+	done
+	echo "bench-compare: repetition $rep of $reps done (t=$(elapsed) s)"
 	rep=$((rep + 1))
 done
 
-# --- latency ---------------------------------------------------------
-rep=1
-while [ $rep -le "$rep_lat" ]; do
-	for size in $lat_sizes; do
-		if [ $((rep % 2)) = 1 ]; then
-			run_pair ours write_lat "$size" $rep
-			run_pair perftest write_lat "$size" $rep
-		else
-			run_pair perftest write_lat "$size" $rep
-			run_pair ours write_lat "$size" $rep
-		fi
-	done
-	rep=$((rep + 1))
-done
+if [ "$extras" != yes ]; then
+	python3 "$here/bench-compare-table.py" "$out" | tee "$out/compare.txt"
+	echo "bench-compare: done in $(elapsed) s; results in $out"
+	exit 0
+fi
 
 # --- registration: raw vs cache hit ------------------------------------
 echo "reg table (t=$(elapsed) s)"
@@ -233,62 +380,5 @@ nixl_run seed --total "$total" --chunks 128 -n "$nixl_iters" --cache both
 nixl_run small --total 8M --chunks 2048 -n "$nixl_iters" --cache both
 
 # --- tables -----------------------------------------------------------
-python3 - "$out" "$kernel" "$total" <<'EOF' | tee "$out/compare.txt"
-import csv, os, statistics, sys
-out, kernel, total = sys.argv[1], sys.argv[2], sys.argv[3]
-rows = list(csv.DictReader(open(os.path.join(out, "raw.csv"))))
-def med(tool, test, size):
-    v = [float(r["value"]) for r in rows
-         if r["tool"] == tool and r["test"] == test and int(r["bytes"]) == size]
-    return (statistics.median(v), len(v)) if v else (None, 0)
-print(f"rdmaxfer-bench vs perftest on {kernel} (medians; same boot, interleaved)")
-def paired(test, size):
-    # ratio of the two runs of one repetition (adjacent in time, same load)
-    d = {(r["tool"], int(r["rep"])): float(r["value"]) for r in rows
-         if r["test"] == test and int(r["bytes"]) == size}
-    v = [d[("ours", k)] / d[("perftest", k)] for k in range(1, 100)
-         if ("ours", k) in d and ("perftest", k) in d and d[("perftest", k)] > 0]
-    return statistics.median(v) if v else None
-print(f"{'test':<10} {'bytes':>8} {'ours':>10} {'perftest':>10} {'ours/perftest':>14} {'paired':>7} {'runs':>5} {'batch1/pt':>9}  goal")
-for test, sizes, unit, goal in (("write_bw", (64, 4096, 65536, 1048576), "MiB/s", ">= 1.00"),
-                                ("read_bw", (64, 4096, 65536, 1048576), "MiB/s", ">= 1.00"),
-                                ("write_lat", (2, 4096), "usec", "<= 1.05")):
-    for s in sizes:
-        a, na = med("ours", test, s)
-        b, nb = med("perftest", test, s)
-        r = f"{a / b:.3f}" if a and b else "n/a"
-        fa = f"{a:.2f}" if a is not None else "FAILED"
-        fb = f"{b:.2f}" if b is not None else "FAILED"
-        p = paired(test, s)
-        fp = f"{p:.3f}" if p else "n/a"
-        c, nc = med("ours1", test, s)
-        fc = f"{c / b:.3f}" if c and b else "-"
-        print(f"{test:<10} {s:>8} {fa:>10} {fb:>10} {r:>14} {fp:>7} {min(na, nb):>5} {fc:>9}  {goal} ({unit}{', t_typical' if unit == 'usec' else ''})")
-print("ours/perftest: ratio of the medians; paired: median of the per-repetition ratios")
-print("batch1/pt: rdmaxfer-bench --batch 1 (one doorbell per request, as perftest posts) / perftest")
-print()
-print("registration: raw ibv_reg_mr+ibv_dereg_mr vs cache hit (median usec)")
-try:
-    reg = list(csv.DictReader(open(os.path.join(out, "reg.csv"))))
-    print(f"{'bytes':>10} {'raw':>10} {'hit':>8} {'miss':>10} {'raw/hit':>8}  ODP")
-    for r in reg:
-        odp = r.get("odp_reg_usec") or "n/a"
-        print(f"{int(r['bytes']):>10} {float(r['raw_reg_usec']):>10.1f} {float(r['cache_hit_usec']):>8.2f} "
-              f"{float(r['cache_miss_usec']):>10.1f} {float(r['speedup']):>8.0f}  {odp}")
-except Exception as e:
-    print("  (no reg table:", e, ")")
-for line in open(os.path.join(out, "reg.txt")):
-    if line.startswith("# ODP"):
-        print(line.rstrip())
-print()
-print("nixl scenario: registration share of each iteration, cache off (problem) vs on (cure)")
-print(f"{'scenario':<28} {'cache':<6} {'phase':<7} {'reg ms':>9} {'xfer ms':>10} {'reg share %':>12}")
-for name, label in (("seed", f"{total} in 128 chunks"), ("small", "8M in 2048 x 4 KiB")):
-    p = os.path.join(out, f"nixl-{name}.csv")
-    if not os.path.exists(p) or not os.path.getsize(p):
-        print(f"{label:<28} FAILED")
-        continue
-    for r in csv.reader(open(p)):
-        print(f"{label:<28} {r[0]:<6} {r[1]:<7} {float(r[5]):>9.2f} {float(r[6]):>10.2f} {float(r[7]):>12.2f}")
-EOF
+RC_NIXL_TOTAL=$total python3 "$here/bench-compare-table.py" "$out" | tee "$out/compare.txt"
 echo "bench-compare: done in $(elapsed) s; results in $out"

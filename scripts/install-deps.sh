@@ -14,6 +14,7 @@ linux-headers-amd64 mandoc
 qemu-system-x86 busybox-static cpio kmod xz-utils zstd
 rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
 iproute2 debootstrap debian-archive-keyring util-linux
+ucx-utils gnuplot-nox
 "
 # build: autotools, gcc, rdma-core/liburing/CUnit headers, the 6.1 kernel
 #   headers for regcache.ko, mandoc for the man page lint.
@@ -21,6 +22,8 @@ iproute2 debootstrap debian-archive-keyring util-linux
 #   initramfs, the rdma-core tools and perftest the guest runs from the host
 #   root, iproute2 (ip, rdma), debootstrap for the Debian 13 build root of
 #   the 7.3 module, the archive keyring for trixie.
+# benchmark: ucx_perftest (the UCX column of scripts/bench-compare.sh) and
+#   gnuplot for rdmaxfer-bench --plot (6 packages without recommends).
 
 if [ "${1:-}" = --list ]; then
 	echo $packages

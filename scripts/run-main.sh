@@ -135,7 +135,11 @@ echo
 echo "==================== run-main: results ===================="
 for t in $tables; do
 	if [ -s "$t" ]; then
-		cat "$t"
+		# the table without its list of command lines (kept in the
+		# file, named below)
+		awk '/^Exact command lines/ { skip = 1; next }
+		     skip && /^(PORT|  )/ { next }
+		     { skip = 0; print }' "$t"
 	else
 		echo "$(basename "$t" .txt): no table, the run failed; the end of its output:"
 		tail -n 15 "$log" | sed 's/^/  /'
@@ -144,14 +148,14 @@ for t in $tables; do
 done
 echo "Details:"
 if [ -n "$real_dev" ]; then
-	echo "  table:              $results/compare.txt"
+	echo "  table + commands:   $results/compare.txt"
 	echo "  every repetition:   $results/raw.csv"
 	echo "  full output:        $log"
 else
 	echo "  full output:        $log"
 	for k in $kernels; do
 		echo "  kernel $k:"
-		echo "    table:            $results/compare-$k.txt"
+		echo "    table + commands: $results/compare-$k.txt"
 		echo "    every repetition: $results/raw-$k.csv"
 		echo "    guest's log:      $build/tests/vm/bench-compare@$k.log"
 		echo "    guest's console:  $build/tests/vm/run/bench-compare@$k/console.log"

@@ -21,6 +21,10 @@
  * the peer's first QP): the client sends the test parameters and its
  * buffer's descriptor, the server answers with its own, and at the end the
  * client asks the server to check the data pattern (--validate).
+ *
+ * --compare (bench_compare.c) runs a test and perftest's matching test on
+ * the same device, interleaved, and prints both with the ratio; --plot
+ * draws a client's results against size with gnuplot.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -44,6 +48,7 @@
 
 #include <rdmaxfer.h>
 
+#include "bench_compare.h"
 #include "bench_reg.h"
 
 #define BENCH_MAGIC		0x48434e42U	/* "BNCH" */
@@ -135,6 +140,9 @@ struct opts {
 	unsigned int inline_size;
 	unsigned int signal_interval;
 	bool warmup;
+	bool compare;
+	int reps;
+	const char *plot;
 };
 
 static struct opts o = {
@@ -151,10 +159,20 @@ static struct opts o = {
 	.chunks = 128,
 	.cache = CACHE_BOTH,
 	.inline_size = 64,
+	.reps = 3,
 };
 
 static const char *prog = "rdmaxfer-bench";
 static bool rows_started;
+static struct bench_series plot_series;	/* --plot: the rows printed */
+
+static void plot_add(uint64_t bytes, double value)
+{
+	if (plot_series.n < BENCH_MAX_POINTS) {
+		plot_series.bytes[plot_series.n] = bytes;
+		plot_series.value[plot_series.n++] = value;
+	}
+}
 
 /* ------------------------------------------------------------ helpers */
 
@@ -336,6 +354,7 @@ static void out_bw(uint64_t bytes, long iters, double peak, double avg,
 		   double mpps)
 {
 	print_header();
+	plot_add(bytes, avg);
 	if (o.json) {
 		json_sep();
 		printf("    {\"bytes\": %" PRIu64 ", \"iterations\": %ld, \"bw_peak_mbs\": %.2f, \"bw_avg_mbs\": %.2f, \"msg_rate_mpps\": %.6f}",
@@ -363,6 +382,7 @@ static void out_lat(uint64_t bytes, long iters, double *v, size_t n)
 		var += (v[i] - avg) * (v[i] - avg);
 	sd = n > 1 ? sqrt(var / (double)(n - 1)) : 0;
 	print_header();
+	plot_add(bytes, pct(v, n, 0.5));
 	if (o.json) {
 		json_sep();
 		printf("    {\"bytes\": %" PRIu64 ", \"iterations\": %ld, \"t_min_usec\": %.3f, \"t_max_usec\": %.3f, \"t_typical_usec\": %.3f, \"t_avg_usec\": %.3f, \"t_stdev_usec\": %.3f, \"p99_usec\": %.3f, \"p999_usec\": %.3f}",
@@ -1646,6 +1666,15 @@ static int run_client(void)
 		ret = vret;
 	if (!ret && o.validate && !o.json && !o.csv)
 		printf("# validate: passed\n");
+	if (!ret && o.plot) {
+		char title[128];
+
+		snprintf(title, sizeof(title), "rdmaxfer-bench %s on %s",
+			 test_names[o.test], c.info.device);
+		plot_series.label = "rdmaxfer-bench";
+		ret = bench_plot(prog, o.plot, title, is_lat(o.test),
+				 &plot_series, 1);
+	}
 out_peer:
 	rdmaxfer_peer_destroy(c.peer);
 out_mem:
@@ -1692,11 +1721,113 @@ static void usage(FILE *f)
 "      --validate         check the data pattern at the end\n"
 "      --warmup           bw tests: one untimed window first\n"
 "      --json, --csv      machine-readable output\n"
+"      --compare          client: run TEST and perftest's matching test on\n"
+"                         the same device (SERVER: its own address), both\n"
+"                         sides here, interleaved; print both and the ratio\n"
+"      --reps N           --compare: repetitions per tool (default 3)\n"
+"      --plot FILE.png    client: draw the results against size (gnuplot)\n"
 "  -h, --help\n", prog, prog, prog, DEF_PORT);
 }
 
+/*
+ * --compare, --reps and --plot: every misuse is refused here, before a
+ * device is opened or a benchmark runs, with a message saying why.
+ */
+static int check_compare_plot(bool reps_set)
+{
+	char path[PATH_MAX];
+
+	if (reps_set && !o.compare) {
+		fprintf(stderr, "%s: --reps applies to --compare only\n", prog);
+		return 2;
+	}
+	if (o.compare) {
+		if (!bench_compare_peer(test_names[o.test])) {
+			fprintf(stderr, "%s: --compare: perftest has no test matching '%s' (write_bw, read_bw, write_lat and read_lat have one): %s (%d)\n",
+				prog, test_names[o.test], strerror(EINVAL),
+				-EINVAL);
+			return 2;
+		}
+		if (!o.server) {
+			fprintf(stderr, "%s: --compare needs SERVER: the IPv4 address of the device's own port (both sides run on this machine)\n",
+				prog);
+			return 2;
+		}
+		if (o.json || o.csv) {
+			fprintf(stderr, "%s: --compare prints its own table: --json and --csv do not apply\n",
+				prog);
+			return 2;
+		}
+		if (o.post_list > 1 || o.validate || o.warmup ||
+		    o.signal_interval) {
+			fprintf(stderr, "%s: --compare: -l, --validate, --warmup and --signal have no perftest counterpart; the sides must match (use --batch)\n",
+				prog);
+			return 2;
+		}
+		if (bench_find_program(bench_compare_peer(test_names[o.test]),
+				       path, sizeof(path))) {
+			fprintf(stderr, "%s: --compare needs perftest's %s (apt-get install perftest): %s (%d)\n",
+				prog, bench_compare_peer(test_names[o.test]),
+				strerror(ENOENT), -ENOENT);
+			return 2;
+		}
+		if (o.port > 65535 - 2 * o.reps) {
+			fprintf(stderr, "%s: --compare uses ports PORT .. PORT+%d: -p %u is too high\n",
+				prog, 2 * o.reps, o.port);
+			return 2;
+		}
+	}
+	if (o.plot) {
+		if (!o.server || (o.test != T_WRITE_BW && o.test != T_READ_BW &&
+				  o.test != T_WRITE_LAT &&
+				  o.test != T_READ_LAT)) {
+			fprintf(stderr, "%s: --plot draws a client's bandwidth or latency against size: it needs SERVER and one of write_bw, read_bw, write_lat, read_lat\n",
+				prog);
+			return 2;
+		}
+		if (bench_plot_check(prog, o.plot))
+			return 2;
+	}
+	return 0;
+}
+
+static int run_compare(const char *self)
+{
+	struct bench_compare_cfg c = {
+		.self = self,
+		.test = test_names[o.test],
+		.lat = is_lat(o.test),
+		.addr = o.server,
+		.device = o.device,
+		.ib_port = o.ib_port,
+		.gid_index = o.gid_index,
+		.port = o.port,
+		.size = o.size,
+		.all = o.all,
+		.iters = o.iters,
+		.window = o.window,
+		.batch = o.batch,
+		.qps = o.qps,
+		.reps = o.reps,
+		.timeout_ms = o.timeout_ms,
+		.plot = o.plot,
+	};
+	char path[PATH_MAX];
+	ssize_t n;
+
+	/* our side is this very program, also when run through a libtool
+	 * wrapper or from $PATH */
+	n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+	if (n > 0) {
+		path[n] = 0;
+		c.self = path;
+	}
+	return bench_compare(prog, &c);
+}
+
 enum { OPT_TOTAL = 256, OPT_CHUNKS, OPT_CACHE, OPT_JSON, OPT_CSV,
-	OPT_VALIDATE, OPT_TIMEOUT, OPT_SIGNAL, OPT_WARMUP, OPT_BATCH };
+	OPT_VALIDATE, OPT_TIMEOUT, OPT_SIGNAL, OPT_WARMUP, OPT_BATCH,
+	OPT_COMPARE, OPT_REPS, OPT_PLOT };
 
 static const struct option longopts[] = {
 	{ "size", required_argument, NULL, 's' },
@@ -1722,6 +1853,9 @@ static const struct option longopts[] = {
 	{ "signal", required_argument, NULL, OPT_SIGNAL },
 	{ "warmup", no_argument, NULL, OPT_WARMUP },
 	{ "batch", required_argument, NULL, OPT_BATCH },
+	{ "compare", no_argument, NULL, OPT_COMPARE },
+	{ "reps", required_argument, NULL, OPT_REPS },
+	{ "plot", required_argument, NULL, OPT_PLOT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -1735,7 +1869,7 @@ static int bad_opt(const char *opt, const char *val)
 
 int main(int argc, char **argv)
 {
-	bool size_set = false;
+	bool size_set = false, reps_set = false;
 	long v;
 	int ch, ret, t;
 
@@ -1856,6 +1990,19 @@ int main(int argc, char **argv)
 				return bad_opt("signal interval", optarg);
 			o.signal_interval = (unsigned int)v;
 			break;
+		case OPT_COMPARE:
+			o.compare = true;
+			break;
+		case OPT_REPS:
+			if (parse_long(optarg, 1, 100, &v))
+				return bad_opt("repetition count (1-100)",
+					       optarg);
+			o.reps = (int)v;
+			reps_set = true;
+			break;
+		case OPT_PLOT:
+			o.plot = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -1896,6 +2043,9 @@ int main(int argc, char **argv)
 	if (o.test == T_NIXL && o.total / o.chunks == 0)
 		return bad_opt("--total/--chunks (chunks larger than 0 B)",
 			       "");
+	ret = check_compare_plot(reps_set);
+	if (ret)
+		return ret;
 	if (o.cpu >= 0) {
 		cpu_set_t set;
 
@@ -1907,7 +2057,9 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (o.test == T_REG)
+	if (o.compare)
+		ret = run_compare(argv[0]);
+	else if (o.test == T_REG)
 		ret = run_reg();
 	else if (o.test == T_REG_ACCESS)
 		ret = run_reg_access();

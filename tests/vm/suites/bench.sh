@@ -181,6 +181,40 @@ expect_fail "bench: busy port" 20 "cannot listen on port 18650" \
 kill "$bpid" 2>/dev/null
 wait "$bpid" 2>/dev/null
 
+# --- --compare and --plot ---------------------------------------------
+# compare_smoke NAME TEST SIZE ITERS: rdmaxfer-bench --compare against
+# perftest on rxe0, one repetition, with --plot; passes when both tools
+# produced a number, the ratio is printed, both command lines are named
+# and the plot is a PNG.  No speed is asserted.
+compare_smoke()
+{
+	name=$1
+	echo "### $name (t=$(($(date +%s) - t_start)) s)"
+	port=$((port + 10))
+	rm -f "$OUT/$name.png"
+	timeout 300 "$BENCH" -d "$RXE_DEV" -p "$port" --compare --reps 1 \
+		-s "$3" -n "$4" --plot "$OUT/$name.png" "$2" "$RXE_ADDR" \
+		>"$OUT/$name.txt" 2>"$OUT/$name.err"
+	st=$?
+	cat "$OUT/$name.txt" "$OUT/$name.err"
+	if [ "$st" != 0 ]; then
+		rc_fail "$name" "exit status $st: $(tail -n 1 "$OUT/$name.err")"
+	elif ! grep -q "^# ours: .*rdmaxfer-bench .* $2 $RXE_ADDR\$" "$OUT/$name.txt" ||
+	     ! grep -q "^# perftest: .*ib_$2 .* $RXE_ADDR\$" "$OUT/$name.txt"; then
+		rc_fail "$name" "the two command lines are not named"
+	elif ! awk -v s="$3" '$1 == s && $2 > 0 && $3 > 0 && $4 > 0 { f = 1 } END { exit !f }' \
+		"$OUT/$name.txt"; then
+		rc_fail "$name" "no row with both numbers and the ratio"
+	elif command -v gnuplot >/dev/null 2>&1 &&
+	     [ "$(head -c 4 "$OUT/$name.png" 2>/dev/null | od -An -c | tr -d ' ')" != '211PNG' ]; then
+		rc_fail "$name" "--plot wrote no PNG"
+	else
+		rc_ok "$name"
+	fi
+}
+compare_smoke "bench --compare write_bw (perftest -l 16) --plot" write_bw 4096 512
+compare_smoke "bench --compare write_lat --plot" write_lat 2 200
+
 # --- rdmaxfer-info -----------------------------------------------------
 if timeout 60 "$INFO" >"$OUT/info.txt" 2>&1; then
 	cat "$OUT/info.txt"

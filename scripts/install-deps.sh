@@ -14,6 +14,7 @@ linux-headers-amd64 mandoc
 qemu-system-x86 busybox-static cpio kmod xz-utils zstd
 rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
 iproute2 debootstrap debian-archive-keyring util-linux
+dkms linux-source-6.1
 "
 # build: autotools, gcc, rdma-core/liburing/CUnit headers, the 6.1 kernel
 #   headers for regcache.ko, mandoc for the man page lint.
@@ -21,6 +22,9 @@ iproute2 debootstrap debian-archive-keyring util-linux
 #   initramfs, the rdma-core tools and perftest the guest runs from the host
 #   root, iproute2 (ip, rdma), debootstrap for the Debian 13 build root of
 #   the 7.3 module, the archive keyring for trixie.
+# install checks: dkms (tests/dkms-check.sh proves dkms.conf), and
+#   linux-source-6.1 for the kernel's scripts/checkpatch.pl, which Debian
+#   packages nowhere else (tests/checkpatch.sh extracts it; 139 MB).
 
 if [ "${1:-}" = --list ]; then
 	echo $packages

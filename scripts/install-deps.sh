@@ -15,6 +15,7 @@ qemu-system-x86 busybox-static cpio kmod xz-utils zstd
 rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
 iproute2 debootstrap debian-archive-keyring util-linux
 ucx-utils gnuplot-nox
+dkms linux-source-6.1
 "
 # build: autotools, gcc, rdma-core/liburing/CUnit headers, the 6.1 kernel
 #   headers for regcache.ko, mandoc for the man page lint.
@@ -22,8 +23,14 @@ ucx-utils gnuplot-nox
 #   initramfs, the rdma-core tools and perftest the guest runs from the host
 #   root, iproute2 (ip, rdma), debootstrap for the Debian 13 build root of
 #   the 7.3 module, the archive keyring for trixie.
+<<<<<<< HEAD
 # benchmark: ucx_perftest (the UCX column of scripts/bench-compare.sh) and
 #   gnuplot for rdmaxfer-bench --plot (6 packages without recommends).
+=======
+# install checks: dkms (tests/dkms-check.sh proves dkms.conf), and
+#   linux-source-6.1 for the kernel's scripts/checkpatch.pl, which Debian
+#   packages nowhere else (tests/checkpatch.sh extracts it; 139 MB).
+>>>>>>> i11
 
 if [ "${1:-}" = --list ]; then
 	echo $packages

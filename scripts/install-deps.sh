@@ -23,14 +23,11 @@ dkms linux-source-6.1
 #   initramfs, the rdma-core tools and perftest the guest runs from the host
 #   root, iproute2 (ip, rdma), debootstrap for the Debian 13 build root of
 #   the 7.3 module, the archive keyring for trixie.
-<<<<<<< HEAD
 # benchmark: ucx_perftest (the UCX column of scripts/bench-compare.sh) and
 #   gnuplot for rdmaxfer-bench --plot (6 packages without recommends).
-=======
 # install checks: dkms (tests/dkms-check.sh proves dkms.conf), and
 #   linux-source-6.1 for the kernel's scripts/checkpatch.pl, which Debian
 #   packages nowhere else (tests/checkpatch.sh extracts it; 139 MB).
->>>>>>> i11
 
 if [ "${1:-}" = --list ]; then
 	echo $packages

@@ -98,3 +98,12 @@ while rdma link show 2>/dev/null | grep -q "^link $RXE_DEV/" && [ $i -lt 100 ]; 
 	i=$((i + 1))
 done
 rc_check "rxe device re-created after its removal" rxe_readd
+
+# ODP (issue 12): what an explicit ODP MR does on this rxe in raw verbs,
+# and the library's self-test agreeing with it (skipped on 6.1: no ODP);
+# then the RDMAXFER_MEM_ODP kind through the library (ODP where the
+# self-test allows it, the pinned fallback elsewhere), both kernels.
+rc_run "rdmaxfer odp verbs" timeout 120 env RXE_DEV="$RXE_DEV" \
+	"$RC_BUILDDIR/tests/test_rdmaxfer_odp_verbs"
+rc_run "rdmaxfer odp" timeout 300 env REGCACHE_MONITOR=uffd \
+	"$RC_BUILDDIR/tests/test_rdmaxfer_odp"

@@ -99,7 +99,10 @@ struct rdmaxfer_agent_attr {
 	 * or waiting in the accept queue) beyond which new connection
 	 * attempts are refused (default RDMAXFER_DEF_MAX_HALF_OPEN) */
 	uint32_t max_half_open;
-	uint32_t reserved32;		/* must be zero */
+	/* enum rdmaxfer_odp_policy: whether RDMAXFER_MEM_ODP registrations
+	 * use on-demand paging (0: $RDMAXFER_ODP, else auto; LIBRDMAXFER_1.2,
+	 * was a reserved zero field) */
+	uint32_t odp;
 	uint64_t reserved[3];		/* must be zero */
 };
 
@@ -241,11 +244,13 @@ int rdmaxfer_peer_error(const struct rdmaxfer_peer *peer);
 
 /* --------------------------------------------------------------- memory */
 
-/* Memory kinds.  Only HOST is implemented; the others are reserved for
- * the next release and rejected with -EOPNOTSUPP. */
+/* Memory kinds.  HOST and ODP are implemented; the others are reserved
+ * and rejected with -EOPNOTSUPP. */
 enum rdmaxfer_mem_kind {
 	RDMAXFER_MEM_HOST = 1,		/* pinned host memory (ibv_reg_mr) */
-	RDMAXFER_MEM_ODP = 2,		/* on-demand paging (reserved) */
+	/* on-demand paging where the agent's ODP policy and the device allow
+	 * it, else pinned (see rdmaxfer_odp(3)); LIBRDMAXFER_1.2 */
+	RDMAXFER_MEM_ODP = 2,
 	RDMAXFER_MEM_DEVICE = 3,	/* device memory, MEMIC (reserved) */
 	RDMAXFER_MEM_DMABUF = 4,	/* dma-buf (reserved) */
 };
@@ -541,6 +546,90 @@ int rdmaxfer_wait_notifs(struct rdmaxfer_agent *agent,
 typedef void (*rdmaxfer_notif_fn)(void *user, const struct rdmaxfer_notif *n);
 int rdmaxfer_set_notif_cb(struct rdmaxfer_agent *agent, rdmaxfer_notif_fn fn,
 			  void *user);
+
+/* ------------------------------------------ on-demand paging (ODP), 1.2 */
+
+/* struct rdmaxfer_agent_attr.odp, and $RDMAXFER_ODP (auto, on, off) */
+enum rdmaxfer_odp_policy {
+	RDMAXFER_ODP_DEFAULT = 0,	/* $RDMAXFER_ODP, else auto */
+	/* ODP for an RDMAXFER_MEM_ODP region only where the device's RC
+	 * ODP caps cover every operation it needs and the agent's self-test
+	 * found them correct; else the region is pinned */
+	RDMAXFER_ODP_AUTO = 1,
+	/* ODP or fail: the agent is not created (-EOPNOTSUPP) on a device
+	 * without explicit ODP, a region whose operations are not covered
+	 * (or failed the self-test) is refused with -EOPNOTSUPP */
+	RDMAXFER_ODP_ON = 2,
+	RDMAXFER_ODP_OFF = 3,		/* never: ODP regions are pinned */
+};
+
+/* Operations a region may serve (struct rdmaxfer_odp_caps masks). */
+#define RDMAXFER_ODP_OP_LOCAL		(1U << 0) /* as a request's buffer */
+#define RDMAXFER_ODP_OP_REMOTE_WRITE	(1U << 1) /* a peer's RDMA WRITE */
+#define RDMAXFER_ODP_OP_REMOTE_READ	(1U << 2) /* a peer's RDMA READ */
+#define RDMAXFER_ODP_OP_REMOTE_ATOMIC	(1U << 3) /* a peer's atomic */
+#define RDMAXFER_ODP_OPS		0xfU
+
+/* struct rdmaxfer_odp_caps.prefetch */
+enum rdmaxfer_odp_prefetch {
+	RDMAXFER_PREFETCH_MADVISE = 1,	/* madvise(MADV_POPULATE_*) */
+	RDMAXFER_PREFETCH_ADVISE_MR = 2,	/* ibv_advise_mr() */
+};
+
+/* rdmaxfer_prefetch() flags */
+#define RDMAXFER_PREFETCH_WRITE		(1U << 0) /* will be written */
+#define RDMAXFER_PREFETCH_NO_FAULT	(1U << 1) /* map present pages only */
+
+#define RDMAXFER_ODP_MSG_MAX	256
+
+/* What the agent's device can do with ODP and what the agent uses. */
+struct rdmaxfer_odp_caps {
+	uint32_t policy;		/* enum rdmaxfer_odp_policy in effect */
+	uint32_t general;		/* ibv odp_caps.general_caps */
+	uint32_t rc;			/* IBV_ODP_SUPPORT_* for RC */
+	uint32_t uc;
+	uint32_t ud;
+	uint32_t device_ops;		/* RDMAXFER_ODP_OP_*: the RC caps cover */
+	uint32_t bad_ops;		/* ...: the self-test saw corrupt data */
+	uint32_t auto_ops;		/* ...: what an ODP region uses ODP for */
+	uint32_t implicit;		/* 1: an implicit ODP MR is registered */
+	uint32_t prefetch;		/* enum rdmaxfer_odp_prefetch */
+	/* 0 not run (policy off, or no explicit ODP), 1 passed, 2 corrupt */
+	int32_t selftest;
+	uint32_t reserved;
+	/* one line each: the device, the self-test's finding, and why auto
+	 * does not use ODP for an operation ("" when it does) */
+	char selftest_msg[RDMAXFER_ODP_MSG_MAX];
+	char reason[RDMAXFER_ODP_MSG_MAX];
+};
+#define RDMAXFER_ODP_SELFTEST_NONE	0
+#define RDMAXFER_ODP_SELFTEST_PASSED	1
+#define RDMAXFER_ODP_SELFTEST_CORRUPT	2
+
+/* Fill caps for the agent's device (query, no I/O).  -EINVAL on NULL. */
+int rdmaxfer_agent_odp_caps(struct rdmaxfer_agent *agent,
+			    struct rdmaxfer_odp_caps *caps);
+
+/*
+ * Whether a registered region really uses ODP (1), is pinned (0: HOST
+ * kind, or an ODP region that fell back), or -EINVAL.
+ */
+int rdmaxfer_mem_is_odp(const struct rdmaxfer_mem *mem);
+
+/*
+ * Fault in the pages of n local buffers before a transfer touches them:
+ * ibv_advise_mr() (PREFETCH, PREFETCH_WRITE, PREFETCH_NO_FAULT) for a
+ * buffer inside an ODP region of the agent where the device supports it,
+ * else madvise(MADV_POPULATE_WRITE or _READ); RDMAXFER_PREFETCH_NO_FAULT
+ * with madvise does nothing (there is nothing to map without faulting).
+ * Returns 0, -EINVAL (NULL, len 0, unknown flags), -EFAULT (a buffer not
+ * mapped with the access asked for), or another -errno.
+ */
+int rdmaxfer_prefetch(struct rdmaxfer_agent *agent,
+		      const struct rdmaxfer_iov *iov, size_t n, uint32_t flags);
+
+/* Name of an RDMAXFER_ODP_OP_* bit ("remote write", ...), "?" if none. */
+const char *rdmaxfer_odp_op_name(uint32_t op);
 
 #ifdef __cplusplus
 }

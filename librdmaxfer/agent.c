@@ -744,8 +744,8 @@ static int alloc_buffers(struct rdmaxfer_agent *agent)
 
 static int check_attr(struct rdmaxfer_agent_attr *a)
 {
-	if (a->reserved32 || a->reserved[0] || a->reserved[1] ||
-	    a->reserved[2])
+	if (a->reserved[0] || a->reserved[1] || a->reserved[2] ||
+	    a->odp > RDMAXFER_ODP_OFF)
 		return -EINVAL;
 	if (a->qps_per_peer > RX_MAX_QPS)
 		return -EINVAL;
@@ -922,6 +922,9 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 	ret = regcache_create(&cattr, &agent->cache);
 	if (ret)
 		goto free_buffers;
+	ret = rx_odp_init(agent);
+	if (ret)
+		goto destroy_cache;
 
 	agent->info.qps_per_peer = agent->attr.qps_per_peer;
 	agent->info.sq_depth = agent->attr.sq_depth;
@@ -960,6 +963,7 @@ unregister:
 close_wake:
 	close(agent->wake_fd);
 destroy_cache:
+	rx_odp_fini(agent);
 	regcache_destroy(agent->cache);
 free_buffers:
 	if (agent->recv_mr)
@@ -1013,6 +1017,7 @@ void rdmaxfer_agent_destroy(struct rdmaxfer_agent *agent)
 		rdma_destroy_id(agent->listen_id);
 	pthread_mutex_unlock(&agent->lock);
 
+	rx_odp_fini(agent);
 	regcache_destroy(agent->cache);
 	ibv_dereg_mr(agent->recv_mr);
 	free(agent->recv_buf);

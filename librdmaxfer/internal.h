@@ -19,6 +19,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "rdmaxfer.h"
+#include "odp.h"
 
 #define RX_EXPORT	__attribute__((visibility("default")))
 
@@ -264,6 +265,7 @@ struct rdmaxfer_mem {
 	struct rdmaxfer_agent *agent;
 	struct rx_list node;		/* agent->mems */
 	struct regcache_entry *entry;
+	struct regcache *cache;		/* entry's: the agent's or its ODP one */
 	uint8_t *addr;
 	size_t len;
 	enum rdmaxfer_mem_kind kind;
@@ -307,6 +309,7 @@ struct rdmaxfer_agent {
 	uint8_t listen_addr[16];
 
 	struct regcache *cache;
+	struct rx_odp odp;		/* odp.c */
 
 	uint8_t *recv_buf;
 	struct ibv_mr *recv_mr;

@@ -5,8 +5,10 @@
  * A memory handle is a held cache entry: registering the same buffer again,
  * or a transfer touching it, is a cache hit.  Descriptors are plain data
  * (address, length, rkey, kind) so they can be sent to peers as they are.
- * Memory kinds other than HOST are part of the ABI already but are refused
- * until their registration paths exist.
+ * RDMAXFER_MEM_ODP goes through the agent's ODP cache where its policy and
+ * device allow (odp.c decides), else through the pinned cache as HOST;
+ * DEVICE and DMABUF are part of the ABI already but are refused until
+ * their registration paths exist.
  *
  * Security property: who can touch which memory through which key.
  * - An lkey (request buffers, atomic result words, local-only handles)
@@ -39,8 +41,8 @@ static int check_kind(enum rdmaxfer_mem_kind kind)
 {
 	switch (kind) {
 	case RDMAXFER_MEM_HOST:
-		return 0;
 	case RDMAXFER_MEM_ODP:
+		return 0;
 	case RDMAXFER_MEM_DEVICE:
 	case RDMAXFER_MEM_DMABUF:
 		return -EOPNOTSUPP;
@@ -84,6 +86,7 @@ int rdmaxfer_mem_register_access(struct rdmaxfer_agent *agent, void *addr,
 				 size_t len, enum rdmaxfer_mem_kind kind,
 				 uint32_t access, struct rdmaxfer_mem **memp)
 {
+	struct regcache *cache = agent ? agent->cache : NULL;
 	struct rdmaxfer_mem *mem;
 	struct ibv_mr *mr;
 	unsigned int flags = 0;
@@ -95,6 +98,14 @@ int rdmaxfer_mem_register_access(struct rdmaxfer_agent *agent, void *addr,
 	ret = check_kind(kind);
 	if (ret)
 		return ret;
+	if (kind == RDMAXFER_MEM_ODP) {
+		ret = rx_odp_pick_cache(agent, access, &cache);
+		if (ret)
+			return ret;
+		/* the descriptor says what the memory really is */
+		if (cache == agent->cache)
+			kind = RDMAXFER_MEM_HOST;
+	}
 	mem = calloc(1, sizeof(*mem));
 	if (!mem)
 		return -ENOMEM;
@@ -103,7 +114,7 @@ int rdmaxfer_mem_register_access(struct rdmaxfer_agent *agent, void *addr,
 		if (!(agent->attr.flags & RDMAXFER_AGENT_CACHE_RKEYS))
 			flags |= REGCACHE_GET_NOKEEP;
 	}
-	ret = rx_cache_get(agent->cache, addr, len, ibv_access(access), flags,
+	ret = rx_cache_get(cache, addr, len, ibv_access(access), flags,
 			   &mem->entry);
 	if (ret) {
 		free(mem);
@@ -111,6 +122,7 @@ int rdmaxfer_mem_register_access(struct rdmaxfer_agent *agent, void *addr,
 	}
 	mr = regcache_entry_handle(mem->entry);
 	mem->agent = agent;
+	mem->cache = cache;
 	mem->addr = addr;
 	mem->len = len;
 	mem->kind = kind;
@@ -135,7 +147,7 @@ int rdmaxfer_mem_register(struct rdmaxfer_agent *agent, void *addr,
 void rx_mem_release(struct rdmaxfer_mem *mem)
 {
 	rx_list_del(&mem->node);
-	regcache_put(mem->agent->cache, mem->entry);
+	regcache_put(mem->cache, mem->entry);
 	free(mem);
 }
 
@@ -150,7 +162,7 @@ int rdmaxfer_mem_deregister(struct rdmaxfer_mem *mem)
 	pthread_mutex_lock(&agent->lock);
 	rx_list_del(&mem->node);
 	pthread_mutex_unlock(&agent->lock);
-	regcache_put(agent->cache, mem->entry);
+	regcache_put(mem->cache, mem->entry);
 	free(mem);
 	return 0;
 }

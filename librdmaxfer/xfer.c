@@ -536,9 +536,10 @@ static void req_register(struct rdmaxfer_req *req)
  */
 static int check_remote(const struct rdmaxfer_desc *d)
 {
-	if (d->kind >= RDMAXFER_MEM_ODP && d->kind <= RDMAXFER_MEM_DMABUF)
+	/* an ODP region is targeted like pinned memory: by its rkey */
+	if (d->kind >= RDMAXFER_MEM_DEVICE && d->kind <= RDMAXFER_MEM_DMABUF)
 		return -EOPNOTSUPP;
-	if (d->kind != RDMAXFER_MEM_HOST)
+	if (d->kind != RDMAXFER_MEM_HOST && d->kind != RDMAXFER_MEM_ODP)
 		return -EINVAL;
 	if (!d->len || d->addr + d->len < d->addr)
 		return -ERANGE;

@@ -27,6 +27,7 @@
 #include <infiniband/verbs.h>
 
 #include <regcache.h>
+#include <rdmaxfer.h>
 
 static const char *prog = "rdmaxfer-info";
 static bool json;
@@ -297,6 +298,72 @@ static void show_port(struct ibv_context *ctx, uint8_t p)
 	}
 }
 
+/*
+ * What librdmaxfer's ODP policy (attr.odp default: $RDMAXFER_ODP, else
+ * auto) picks on this device, per operation, with the agent's self-test:
+ * an agent is created on the device for it (an ACTIVE port is needed).
+ */
+static void show_odp_policy(const char *dev)
+{
+	static const uint32_t ops[] = {
+		RDMAXFER_ODP_OP_LOCAL, RDMAXFER_ODP_OP_REMOTE_WRITE,
+		RDMAXFER_ODP_OP_REMOTE_READ, RDMAXFER_ODP_OP_REMOTE_ATOMIC,
+	};
+	static const char *const pol[] = { "default", "auto", "on", "off" };
+	struct rdmaxfer_agent_attr attr;
+	struct rdmaxfer_odp_caps c;
+	struct rdmaxfer_agent *a;
+	size_t i;
+	int ret;
+
+	rdmaxfer_agent_attr_init(&attr);
+	attr.device = dev;
+	attr.cache_monitor = REGCACHE_MONITOR_NONE;
+	ret = rdmaxfer_agent_create(&attr, &a);
+	if (ret) {
+		if (json) {
+			jopen("odp_policy", '{');
+			jnum("agent_error", ret);
+			jclose('}');
+		} else {
+			printf("    ODP policy:    cannot create an agent: %s (%d)\n",
+			       strerror(-ret), ret);
+		}
+		return;
+	}
+	rdmaxfer_agent_odp_caps(a, &c);
+	if (json) {
+		jopen("odp_policy", '{');
+		jstr("policy", c.policy < 4 ? pol[c.policy] : "?");
+		jstr("selftest", c.selftest_msg);
+		jstr("prefetch", c.prefetch == RDMAXFER_PREFETCH_ADVISE_MR ?
+				 "ibv_advise_mr" : "madvise");
+		jbool("implicit_mr", c.implicit);
+		for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+			jstr(rdmaxfer_odp_op_name(ops[i]),
+			     (c.auto_ops & ops[i]) ? "odp" : "pinned");
+		jstr("reason", c.reason);
+		jclose('}');
+	} else {
+		printf("    ODP policy:    %s; %s\n",
+		       c.policy < 4 ? pol[c.policy] : "?", c.selftest_msg);
+		for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+			uint32_t op = ops[i];
+
+			printf("      %-14s %s\n", rdmaxfer_odp_op_name(op),
+			       (c.auto_ops & op) ? "ODP" :
+			       c.policy == RDMAXFER_ODP_OFF ? "pinned (policy off)" :
+			       !(c.device_ops & op) ? "pinned (not in the device's RC ODP caps)" :
+			       "pinned (failed the ODP self-test)");
+		}
+		printf("      prefetch       %s; implicit ODP MR: %s\n",
+		       c.prefetch == RDMAXFER_PREFETCH_ADVISE_MR ?
+		       "ibv_advise_mr" : "madvise(MADV_POPULATE_*)",
+		       c.implicit ? "registered" : "none");
+	}
+	rdmaxfer_agent_destroy(a);
+}
+
 static int show_device(struct ibv_device *dev)
 {
 	struct ibv_context *ctx = ibv_open_device(dev);
@@ -351,6 +418,7 @@ static int show_device(struct ibv_device *dev)
 		jstr("uc", uc);
 		jstr("ud", ud);
 		jstr("xrc", xrc);
+		show_odp_policy(ibv_get_device_name(dev));
 		jclose('}');
 		jnum("max_dm_size", (long long)ax.max_dm_size);
 		jstr("dmabuf", dmabuf);
@@ -373,6 +441,7 @@ static int show_device(struct ibv_device *dev)
 		printf("    ODP implicit:  %s\n", implicit_odp ? "yes" : "no");
 		printf("    ODP per transport: RC %s; UC %s; UD %s; XRC %s\n",
 		       rc, uc, ud, xrc);
+		show_odp_policy(ibv_get_device_name(dev));
 		printf("    device memory: max_dm_size %llu B%s\n",
 		       (unsigned long long)ax.max_dm_size,
 		       ax.max_dm_size ? "" : " (none)");
@@ -474,10 +543,12 @@ static const struct {
 	  "transfers with data validation in the rdmaxfer and bench suites" },
 	{ "explicit ODP: registration", "rxe, Debian 7.3 kernel",
 	  "ibv_reg_mr(IBV_ACCESS_ON_DEMAND) in rdmaxfer-bench reg; rxe on 6.1 refuses it" },
-	{ "explicit ODP: transfers", "not validated",
-	  "librdmaxfer refuses ODP memory until its ODP path exists" },
-	{ "implicit ODP", "not validated",
-	  "rxe refuses it on both kernels; needs mlx5" },
+	{ "explicit ODP: atomics", "rxe, Debian 7.3 kernel",
+	  "test_rdmaxfer_odp in the rdmaxfer suite; 6.1: pinned fallback" },
+	{ "explicit ODP: WRITE/READ", "fallback only",
+	  "7.3 rxe corrupts them (self-test); pinned, data checked" },
+	{ "implicit ODP", "unvalidated",
+	  "rxe refuses it on both kernels; registered only where offered" },
 	{ "device memory (MEMIC) + KSM remap", "not validated",
 	  "rxe has no device memory; needs mlx5 (ConnectX-5 or later)" },
 	{ "dma-buf registration", "not validated",

@@ -16,7 +16,11 @@
  * Rules: members are __u32/__u64 only, pointers travel as __u64, every
  * flags and reserved field must be zero (-EINVAL otherwise), enumerations
  * reserve 0 so an uninitialised field is caught.  The ABI is extended by
- * adding commands, never by reinterpreting fields.  See regcache(4).
+ * adding commands, never by reinterpreting fields.  The header is plain
+ * C89 and C++ (tests/test_kmod_uapi.sh compiles it both ways): no
+ * flexible array member, no 'long long' literals, no trailing commas in
+ * enumerations; the sizes below are checked with BUILD_BUG_ON in the
+ * module (regcache_main.c).  See regcache(4).
  */
 #ifndef _UAPI_REGCACHE_H
 #define _UAPI_REGCACHE_H
@@ -26,7 +30,12 @@
 
 #define REGCACHE_DEVICE_NAME	"regcache"
 #define REGCACHE_DEVICE_PATH	"/dev/regcache"
-#define REGCACHE_ABI_VERSION	1
+/*
+ * 2: events carry size, flags and seq; FLUSH takes the events seen;
+ * CONFIGURE chooses strict mode; slots are no longer a member of
+ * struct regcache_status.
+ */
+#define REGCACHE_ABI_VERSION	2
 
 /*
  * Slot words.  Bit 63 says the slot holds a live watch; bits 0..62 are a
@@ -34,7 +43,7 @@
  * word once returned by WATCH never matches again after the range changed
  * or the slot was reused.
  */
-#define REGCACHE_SLOT_ACTIVE		(1ULL << 63)
+#define REGCACHE_SLOT_ACTIVE		((__u64)1 << 63)
 #define REGCACHE_SLOT_GEN_MASK		(REGCACHE_SLOT_ACTIVE - 1)
 
 /* Status header flags. */
@@ -43,7 +52,11 @@
 /*
  * The status area: mmap(NULL, info.status_size, PROT_READ, MAP_SHARED, fd, 0).
  * The header fields are written by the kernel only; read them with
- * single loads.  slots[] has info.max_watches entries.
+ * single loads.  info.max_watches slot words (__u64) follow the header:
+ * slot i is at byte offset REGCACHE_STATUS_SLOT_OFFSET(i) of the mapping.
+ * events_total is written after the slot words of the events it counts,
+ * so a reader that loads it (acquire) and then the slot words sees every
+ * invalidation up to that count.
  */
 struct regcache_status {
 	__u32 abi_version;	/* REGCACHE_ABI_VERSION */
@@ -54,8 +67,9 @@ struct regcache_status {
 	__u64 events_pending;	/* events queued for read() */
 	__u64 overflows;	/* events dropped because the ring was full */
 	__u64 reserved[3];
-	__u64 slots[];		/* REGCACHE_SLOT_ACTIVE | generation */
 };
+#define REGCACHE_STATUS_SLOT_OFFSET(i) \
+	(sizeof(struct regcache_status) + (i) * sizeof(__u64))
 
 /* REGCACHE_IOC_GET_INFO: the ABI-version query; valid before anything else. */
 struct regcache_info {
@@ -66,19 +80,26 @@ struct regcache_info {
 	__u64 status_size;	/* out: exact length to mmap */
 	__u64 max_pinned_bytes;	/* out: this context's pin cap, 0 = none */
 	__u32 strict;		/* out: 1 if every notifier event invalidates */
-	__u32 reserved0;
+	__u32 event_size;	/* out: bytes per read() record */
 	__u64 reserved[4];
 };
 
+/* struct regcache_config.strict */
+#define REGCACHE_STRICT_DEFAULT	0	/* the module parameter 'strict' at open */
+#define REGCACHE_STRICT_ON	1	/* every notifier event invalidates */
+#define REGCACHE_STRICT_OFF	2	/* protection and soft-dirty events do not */
+
 /*
  * REGCACHE_IOC_CONFIGURE: per-context settings.  Only before the first
- * WATCH and before the status area is mapped (-EBUSY after).  Zero keeps
- * the module parameter's value.
+ * successful WATCH and before the status area is mapped (-EBUSY after).
+ * Zero keeps the module parameter's value.
  */
 struct regcache_config {
 	__u32 ring_entries;	/* in: event ring capacity */
 	__u32 flags;		/* in: must be 0 */
-	__u64 reserved[3];
+	__u32 strict;		/* in: REGCACHE_STRICT_* */
+	__u32 reserved0;
+	__u64 reserved[2];
 };
 
 /*
@@ -125,6 +146,21 @@ struct regcache_unwatch {
 	__u64 reserved[2];
 };
 
+/*
+ * REGCACHE_IOC_FLUSH: drop the queued events whose seq is <= events_seen
+ * and clear REGCACHE_STATUS_OVERFLOW if no event after events_seen was
+ * lost.  The order that loses nothing after an overflow: load
+ * status->events_total (N), rescan every slot word, FLUSH with N.  Events
+ * that arrive during the rescan have seq > N and stay queued (or keep
+ * OVERFLOW set).  events_seen > events_total is -EINVAL.
+ */
+struct regcache_flush {
+	__u64 events_seen;	/* in */
+	__u32 flags;		/* in: must be 0 */
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
 /* REGCACHE_IOC_GET_STATS: this context's counters. */
 struct regcache_ctx_stats {
 	__u32 flags;		/* in: must be 0 */
@@ -148,16 +184,22 @@ enum regcache_reason {
 	REGCACHE_REASON_RELEASE		= 5,	/* the address space is going away */
 	REGCACHE_REASON_PROTECTION	= 6,	/* mprotect; only with strict=1 */
 	REGCACHE_REASON_SOFT_DIRTY	= 7,	/* soft-dirty clear; only with strict=1 */
-	REGCACHE_REASON_OTHER		= 8,	/* an event this ABI has no name for */
+	REGCACHE_REASON_OTHER		= 8	/* an event this ABI has no name for */
 };
 
 /*
- * read() returns whole records; a buffer smaller than one record gets
- * -EINVAL.  addr/len are the watched range, inval_addr/inval_len the part
- * of it the kernel touched.  A watch produces at most one event: after it
- * the slot is inactive until UNWATCH.
+ * read() returns whole records of info.event_size bytes; a buffer smaller
+ * than one record gets -EINVAL.  Each record starts with its own size, so
+ * a later ABI may append fields and a reader steps by 'size'.  seq is the
+ * event's number (status->events_total when it was generated, from 1), the
+ * value FLUSH compares with.  addr/len are the watched range,
+ * inval_addr/inval_len the part of it the kernel touched.  A watch
+ * produces at most one event: after it the slot is inactive until UNWATCH.
  */
 struct regcache_event {
+	__u32 size;		/* sizeof(struct regcache_event) of the module */
+	__u32 flags;		/* none defined yet: 0 */
+	__u64 seq;
 	__u64 cookie;
 	__u64 addr;
 	__u64 len;
@@ -176,23 +218,8 @@ struct regcache_event {
 #define REGCACHE_IOC_WATCH_BATCH _IOWR(REGCACHE_IOC_MAGIC, 4, struct regcache_watch_batch)
 #define REGCACHE_IOC_UNWATCH	_IOW(REGCACHE_IOC_MAGIC, 5, struct regcache_unwatch)
 #define REGCACHE_IOC_UNWATCH_ALL _IO(REGCACHE_IOC_MAGIC, 6)
-#define REGCACHE_IOC_FLUSH	_IO(REGCACHE_IOC_MAGIC, 7)	/* drop queued events, clear OVERFLOW */
+/* 7 was FLUSH without an argument (ABI 1): retired, -ENOTTY. */
 #define REGCACHE_IOC_GET_STATS	_IOWR(REGCACHE_IOC_MAGIC, 8, struct regcache_ctx_stats)
-
-/* Sizes are ABI: a change here is a new command, not an edit. */
-#ifdef __KERNEL__
-#include <linux/build_bug.h>
-#define REGCACHE_UAPI_ASSERT(expr, msg)	static_assert(expr, msg)
-#else
-#define REGCACHE_UAPI_ASSERT(expr, msg)	_Static_assert(expr, msg)
-#endif
-REGCACHE_UAPI_ASSERT(sizeof(struct regcache_status) == 64, "regcache_status header");
-REGCACHE_UAPI_ASSERT(sizeof(struct regcache_info) == 72, "regcache_info");
-REGCACHE_UAPI_ASSERT(sizeof(struct regcache_config) == 32, "regcache_config");
-REGCACHE_UAPI_ASSERT(sizeof(struct regcache_watch) == 64, "regcache_watch");
-REGCACHE_UAPI_ASSERT(sizeof(struct regcache_watch_batch) == 40, "regcache_watch_batch");
-REGCACHE_UAPI_ASSERT(sizeof(struct regcache_unwatch) == 32, "regcache_unwatch");
-REGCACHE_UAPI_ASSERT(sizeof(struct regcache_ctx_stats) == 88, "regcache_ctx_stats");
-REGCACHE_UAPI_ASSERT(sizeof(struct regcache_event) == 56, "regcache_event");
+#define REGCACHE_IOC_FLUSH	_IOW(REGCACHE_IOC_MAGIC, 9, struct regcache_flush)
 
 #endif /* _UAPI_REGCACHE_H */

@@ -14,18 +14,19 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/ctype.h>
 #include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/poll.h>
 #include <linux/sched/mm.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
 #include "regcache_internal.h"
 
-LIST_HEAD(regcache_ctx_list);
-DEFINE_MUTEX(regcache_ctx_list_lock);
+static atomic64_t regcache_next_id;
 
 static bool regcache_ctx_is_owner(struct regcache_ctx *ctx, const struct mm_struct *mm)
 {
@@ -69,6 +70,7 @@ static int regcache_status_alloc(struct regcache_ctx *ctx)
 	if (!ctx->status)
 		goto free_pages;
 	ctx->status_npages = n;
+	ctx->slots = (u64 *)(ctx->status + 1);
 	return 0;
 
 free_pages:
@@ -96,6 +98,10 @@ static int regcache_open(struct inode *inode, struct file *file)
 
 	if (!current->mm)
 		return -EINVAL;
+	/* Records, not bytes: no file position, pread/lseek get -ESPIPE. */
+	ret = stream_open(inode, file);
+	if (ret)
+		return ret;
 
 	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL_ACCOUNT);
 	if (!ctx)
@@ -105,8 +111,10 @@ static int regcache_open(struct inode *inode, struct file *file)
 	spin_lock_init(&ctx->lock);
 	init_waitqueue_head(&ctx->wait);
 	xa_init_flags(&ctx->ranges, XA_FLAGS_ALLOC);
+	ctx->id = atomic64_inc_return(&regcache_next_id);
 	ctx->tgid = task_tgid_nr(current);
 	get_task_comm(ctx->comm, current);
+	ctx->strict = READ_ONCE(regcache_strict);
 
 	ctx->max_watches = READ_ONCE(regcache_max_watches);
 	ctx->status_size = regcache_status_size(ctx->max_watches);
@@ -124,9 +132,6 @@ static int regcache_open(struct inode *inode, struct file *file)
 	ctx->mm = current->mm;
 	file->private_data = ctx;
 
-	mutex_lock(&regcache_ctx_list_lock);
-	list_add_tail(&ctx->node, &regcache_ctx_list);
-	mutex_unlock(&regcache_ctx_list_lock);
 	atomic_inc(&regcache_stats.contexts);
 	return 0;
 
@@ -140,10 +145,6 @@ free_ctx:
 static int regcache_release(struct inode *inode, struct file *file)
 {
 	struct regcache_ctx *ctx = file->private_data;
-
-	mutex_lock(&regcache_ctx_list_lock);
-	list_del(&ctx->node);
-	mutex_unlock(&regcache_ctx_list_lock);
 
 	mutex_lock(&ctx->mutex);
 	regcache_unwatch_all(ctx);
@@ -164,16 +165,18 @@ static int regcache_ioc_get_info(struct regcache_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&info, uarg, sizeof(info)))
 		return -EFAULT;
-	if (info.flags || info.reserved0 || memchr_inv(info.reserved, 0, sizeof(info.reserved)))
+	/* Output fields are overwritten, so a filled struct may be reused. */
+	if (info.flags || memchr_inv(info.reserved, 0, sizeof(info.reserved)))
 		return -EINVAL;
 	info.abi_version = REGCACHE_ABI_VERSION;
 	info.max_watches = ctx->max_watches;
 	spin_lock(&ctx->lock);
 	info.ring_entries = ctx->ring.entries;
+	info.strict = ctx->strict;
 	spin_unlock(&ctx->lock);
 	info.status_size = ctx->status_size;
 	info.max_pinned_bytes = READ_ONCE(regcache_max_pinned_bytes);
-	info.strict = READ_ONCE(regcache_strict);
+	info.event_size = sizeof(struct regcache_event);
 	if (copy_to_user(uarg, &info, sizeof(info)))
 		return -EFAULT;
 	return 0;
@@ -184,15 +187,29 @@ static int regcache_ioc_configure(struct regcache_ctx *ctx, void __user *uarg)
 	struct regcache_config cfg;
 	struct regcache_ring ring, old;
 	u32 entries;
+	bool strict;
 	int ret;
 
 	if (copy_from_user(&cfg, uarg, sizeof(cfg)))
 		return -EFAULT;
-	if (cfg.flags || memchr_inv(cfg.reserved, 0, sizeof(cfg.reserved)))
+	if (cfg.flags || cfg.reserved0 || memchr_inv(cfg.reserved, 0, sizeof(cfg.reserved)))
 		return -EINVAL;
 	entries = cfg.ring_entries ? cfg.ring_entries : READ_ONCE(regcache_ring_entries);
 	if (entries > REGCACHE_RING_LIMIT)
 		return -EINVAL;
+	switch (cfg.strict) {
+	case REGCACHE_STRICT_DEFAULT:
+		strict = READ_ONCE(regcache_strict);
+		break;
+	case REGCACHE_STRICT_ON:
+		strict = true;
+		break;
+	case REGCACHE_STRICT_OFF:
+		strict = false;
+		break;
+	default:
+		return -EINVAL;
+	}
 
 	mutex_lock(&ctx->mutex);
 	if (READ_ONCE(ctx->frozen)) {
@@ -212,6 +229,7 @@ static int regcache_ioc_configure(struct regcache_ctx *ctx, void __user *uarg)
 	}
 	old = ctx->ring;
 	ctx->ring = ring;
+	ctx->strict = strict;
 	regcache_status_sync(ctx);
 	spin_unlock(&ctx->lock);
 	regcache_ring_free(&old);
@@ -229,21 +247,36 @@ static int regcache_ioc_watch(struct regcache_ctx *ctx, void __user *uarg)
 		return -EFAULT;
 	mutex_lock(&ctx->mutex);
 	ret = regcache_watch(ctx, &w);
-	if (!ret && copy_to_user(uarg, &w, sizeof(w))) {
-		regcache_unwatch(ctx, w.slot, w.cookie);
-		ret = -EFAULT;
-	}
 	mutex_unlock(&ctx->mutex);
-	return ret;
+	if (ret)
+		return ret;
+	/*
+	 * User memory is touched outside ctx->mutex: a fault here may wait on
+	 * userfaultfd for as long as the handler likes, and must not hold up
+	 * the context's other threads (nor the release of an exiting one).
+	 */
+	if (copy_to_user(uarg, &w, sizeof(w))) {
+		/* The caller could never learn the slot: undo it. */
+		mutex_lock(&ctx->mutex);
+		regcache_unwatch(ctx, w.slot, w.cookie);
+		mutex_unlock(&ctx->mutex);
+		return -EFAULT;
+	}
+	return 0;
 }
 
+/*
+ * The array is copied in whole before ctx->mutex is taken and copied out
+ * after it is dropped (see regcache_ioc_watch), at most
+ * REGCACHE_BATCH_MAX * 64 bytes = 256 KiB, charged to the caller.
+ */
 static int regcache_ioc_watch_batch(struct regcache_ctx *ctx, void __user *uarg)
 {
 	struct regcache_watch_batch b;
 	struct regcache_watch __user *uw;
-	struct regcache_watch w;
+	struct regcache_watch *w;
 	int ret = 0;
-	u32 i;
+	u32 i, j;
 
 	if (copy_from_user(&b, uarg, sizeof(b)))
 		return -EFAULT;
@@ -253,21 +286,20 @@ static int regcache_ioc_watch_batch(struct regcache_ctx *ctx, void __user *uarg)
 		return -EINVAL;
 	uw = u64_to_user_ptr(b.watches);
 
+	w = kvmalloc_array(b.count, sizeof(*w), GFP_KERNEL_ACCOUNT);
+	if (!w)
+		return -ENOMEM;
+	if (copy_from_user(w, uw, b.count * sizeof(*w))) {
+		ret = -EFAULT;
+		i = 0;
+		goto out;
+	}
+
 	mutex_lock(&ctx->mutex);
 	for (i = 0; i < b.count; i++) {
-		if (copy_from_user(&w, &uw[i], sizeof(w))) {
-			ret = -EFAULT;
-			break;
-		}
-		ret = regcache_watch(ctx, &w);
+		ret = regcache_watch(ctx, &w[i]);
 		if (ret)
 			break;
-		if (copy_to_user(&uw[i], &w, sizeof(w))) {
-			/* The caller could never learn the slot: undo it. */
-			regcache_unwatch(ctx, w.slot, w.cookie);
-			ret = -EFAULT;
-			break;
-		}
 		if (fatal_signal_pending(current)) {
 			ret = -EINTR;
 			i++;
@@ -276,6 +308,17 @@ static int regcache_ioc_watch_batch(struct regcache_ctx *ctx, void __user *uarg)
 	}
 	mutex_unlock(&ctx->mutex);
 
+	if (i && copy_to_user(uw, w, i * sizeof(*w))) {
+		/* The caller could never learn the slots: undo them all. */
+		mutex_lock(&ctx->mutex);
+		for (j = 0; j < i; j++)
+			regcache_unwatch(ctx, w[j].slot, w[j].cookie);
+		mutex_unlock(&ctx->mutex);
+		ret = -EFAULT;
+		i = 0;
+	}
+out:
+	kvfree(w);
 	b.done = i;
 	if (copy_to_user(uarg, &b, sizeof(b)))
 		return -EFAULT;
@@ -319,6 +362,22 @@ static int regcache_ioc_get_stats(struct regcache_ctx *ctx, void __user *uarg)
 	return 0;
 }
 
+static int regcache_ioc_flush(struct regcache_ctx *ctx, void __user *uarg)
+{
+	struct regcache_flush f;
+	int ret;
+
+	if (copy_from_user(&f, uarg, sizeof(f)))
+		return -EFAULT;
+	if (f.flags || f.reserved0 || memchr_inv(f.reserved, 0, sizeof(f.reserved)))
+		return -EINVAL;
+	/* read_mutex: a reader between peek and pop never loses its record. */
+	mutex_lock(&ctx->read_mutex);
+	ret = regcache_ctx_flush_events(ctx, f.events_seen);
+	mutex_unlock(&ctx->read_mutex);
+	return ret;
+}
+
 static long regcache_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct regcache_ctx *ctx = file->private_data;
@@ -344,10 +403,7 @@ static long regcache_ioctl(struct file *file, unsigned int cmd, unsigned long ar
 		mutex_unlock(&ctx->mutex);
 		return 0;
 	case REGCACHE_IOC_FLUSH:
-		mutex_lock(&ctx->read_mutex);
-		regcache_ctx_flush_events(ctx);
-		mutex_unlock(&ctx->read_mutex);
-		return 0;
+		return regcache_ioc_flush(ctx, uarg);
 	case REGCACHE_IOC_GET_STATS:
 		return regcache_ioc_get_stats(ctx, uarg);
 	default:
@@ -437,8 +493,43 @@ static __poll_t regcache_poll(struct file *file, struct poll_table_struct *wait)
 }
 
 /*
+ * A page of the status area that is not mapped - zapped by
+ * MADV_DONTNEED, or never inserted because vm_insert_pages() stopped
+ * short - is mapped again on the next access instead of raising SIGBUS.
+ * The vma holds the file, so the context outlives it.
+ */
+static vm_fault_t regcache_status_fault(struct vm_fault *vmf)
+{
+	struct regcache_ctx *ctx = vmf->vma->vm_private_data;
+
+	if (vmf->pgoff >= ctx->status_npages)
+		return VM_FAULT_SIGBUS;
+	return vmf_insert_page(vmf->vma, vmf->address, ctx->status_pages[vmf->pgoff]);
+}
+
+static const struct vm_operations_struct regcache_status_vm_ops = {
+	.fault = regcache_status_fault,
+};
+
+/*
  * Map the status area read-only.  Runs under mmap_lock, so it must not
  * take ctx->mutex (WATCH takes mmap_lock under it).
+ *
+ * ->mmap is still the file operation on 7.3 (->mmap_prepare exists beside
+ * it but cannot insert pages); both target kernels call this.
+ *
+ * Flags, and why:
+ *   VM_MAYWRITE, VM_MAYEXEC cleared: never writable, never executable,
+ *	not even by a later mprotect().
+ *   VM_DONTCOPY: a child gets no copy (its address space is not the one
+ *	the slots describe).  VM_IO makes madvise(MADV_DOFORK) fail with
+ *	-EINVAL, so the process cannot undo VM_DONTCOPY, and keeps GUP
+ *	(pin_user_pages, process_vm_readv, an RDMA registration) away from
+ *	pages that belong to the module.
+ *   VM_DONTEXPAND: mremap() cannot grow it past the area.
+ *   VM_DONTDUMP: no core dump of kernel state.
+ *   VM_MIXEDMAP is set by vm_insert_pages() and lets the fault handler
+ *	use vmf_insert_page().
  */
 static int regcache_mmap(struct file *file, struct vm_area_struct *vma)
 {
@@ -448,31 +539,84 @@ static int regcache_mmap(struct file *file, struct vm_area_struct *vma)
 
 	if (!regcache_ctx_is_owner(ctx, vma->vm_mm))
 		return -EIO;
-	if (vma->vm_flags & VM_WRITE)
+	if (vma->vm_flags & (VM_WRITE | VM_EXEC))
 		return -EPERM;
 	if (vma->vm_pgoff || vma->vm_end - vma->vm_start != ctx->status_size)
 		return -EINVAL;
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
 
-	/* Never writable, never inherited by fork, never grown by mremap. */
 #ifdef HAVE_VM_FLAGS_SET
-	vm_flags_clear(vma, VM_MAYWRITE);
-	vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP);
+	vm_flags_clear(vma, VM_MAYWRITE | VM_MAYEXEC);
+	vm_flags_set(vma, VM_DONTCOPY | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
 #else
-	vma->vm_flags &= ~VM_MAYWRITE;
-	vma->vm_flags |= VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP;
+	vma->vm_flags &= ~(VM_MAYWRITE | VM_MAYEXEC);
+	vma->vm_flags |= VM_DONTCOPY | VM_IO | VM_DONTEXPAND | VM_DONTDUMP;
 #endif
+	vma->vm_ops = &regcache_status_vm_ops;
+	vma->vm_private_data = ctx;
+	/*
+	 * Populate now so the first loads do not fault.  A real error
+	 * (-ENOMEM for a page table) fails the mmap; pages left over without
+	 * one are mapped by regcache_status_fault() on first access.
+	 */
 	ret = vm_insert_pages(vma, vma->vm_start, ctx->status_pages, &num);
 	if (ret)
 		return ret;
-	if (num)
-		return -EFAULT;
 
 	spin_lock(&ctx->lock);
 	ctx->frozen = true;
 	spin_unlock(&ctx->lock);
 	return 0;
+}
+
+/*
+ * /proc/PID/fdinfo/FD: the context behind the fd, one "key:\tvalue" per
+ * line.  Visible to whoever may open the holder's /proc/PID/fd (the
+ * owner and root), which is what keeps one user's activity from another;
+ * regcachectl(8) lists contexts from here.  regcache-mm-pinned-bytes is
+ * the owner mm's pinned_vm: what every long-term pinner (ib_umem,
+ * io_uring, ...) charged, not what WATCH callers declared.
+ */
+static void regcache_show_fdinfo(struct seq_file *m, struct file *file)
+{
+	struct regcache_ctx *ctx = file->private_data;
+	char comm[TASK_COMM_LEN];
+	u64 pinned, events, overflows, mm_pinned;
+	u32 watches, pending, entries;
+	bool strict;
+	int i;
+
+	spin_lock(&ctx->lock);
+	watches = ctx->nr_watches;
+	pinned = ctx->pinned_bytes;
+	events = ctx->events_total;
+	pending = ctx->ring.count;
+	overflows = ctx->overflows;
+	entries = ctx->ring.entries;
+	strict = ctx->strict;
+	spin_unlock(&ctx->lock);
+	/* mmgrab keeps the mm_struct, so the counter is readable after exit. */
+	mm_pinned = (u64)atomic64_read(&ctx->mm->pinned_vm) << PAGE_SHIFT;
+
+	memcpy(comm, ctx->comm, sizeof(comm));
+	comm[sizeof(comm) - 1] = '\0';
+	for (i = 0; comm[i]; i++)
+		if (!isprint(comm[i]) || isspace(comm[i]))
+			comm[i] = '?';
+
+	seq_printf(m, "regcache-id:\t%llu\n", ctx->id);
+	seq_printf(m, "regcache-pid:\t%d\n", ctx->tgid);
+	seq_printf(m, "regcache-comm:\t%s\n", comm);
+	seq_printf(m, "regcache-watches:\t%u\n", watches);
+	seq_printf(m, "regcache-max-watches:\t%u\n", ctx->max_watches);
+	seq_printf(m, "regcache-declared-pinned-bytes:\t%llu\n", pinned);
+	seq_printf(m, "regcache-mm-pinned-bytes:\t%llu\n", mm_pinned);
+	seq_printf(m, "regcache-events:\t%llu\n", events);
+	seq_printf(m, "regcache-pending:\t%u\n", pending);
+	seq_printf(m, "regcache-overflows:\t%llu\n", overflows);
+	seq_printf(m, "regcache-ring-entries:\t%u\n", entries);
+	seq_printf(m, "regcache-strict:\t%d\n", strict);
 }
 
 const struct file_operations regcache_fops = {
@@ -484,5 +628,5 @@ const struct file_operations regcache_fops = {
 	.mmap		= regcache_mmap,
 	.read		= regcache_read,
 	.poll		= regcache_poll,
-	.llseek		= noop_llseek,
+	.show_fdinfo	= regcache_show_fdinfo,
 };

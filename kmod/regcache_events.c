@@ -65,17 +65,17 @@ void regcache_ring_pop(struct regcache_ring *ring)
 		ring->head = 0;
 }
 
-void regcache_ring_clear(struct regcache_ring *ring)
-{
-	ring->head = 0;
-	ring->count = 0;
-}
-
-/* Mirror the counters into the mapped header.  Caller holds ctx->lock. */
+/*
+ * Mirror the counters into the mapped header.  Caller holds ctx->lock.
+ * The barrier orders any slot word the caller wrote before the new
+ * events_total (regcache_uapi.h: a reader that sees a count sees the
+ * slot words of those events; FLUSH relies on it).
+ */
 void regcache_status_sync(struct regcache_ctx *ctx)
 {
 	struct regcache_status *st = ctx->status;
 
+	smp_wmb();
 	WRITE_ONCE(st->flags, ctx->status_flags);
 	WRITE_ONCE(st->ring_entries, ctx->ring.entries);
 	WRITE_ONCE(st->events_total, ctx->events_total);
@@ -84,27 +84,47 @@ void regcache_status_sync(struct regcache_ctx *ctx)
 }
 
 /*
- * Queue one record.  Caller holds ctx->lock and has already written the
- * slot word; the wake-up is the caller's, after unlocking.
+ * Queue one record and give it the next sequence number.  Caller holds
+ * ctx->lock and has already written the slot word; the wake-up is the
+ * caller's, after unlocking.
  */
-void regcache_ctx_queue_event(struct regcache_ctx *ctx, const struct regcache_event *ev)
+void regcache_ctx_queue_event(struct regcache_ctx *ctx, struct regcache_event *ev)
 {
-	ctx->events_total++;
+	ev->size = sizeof(*ev);
+	ev->flags = 0;
+	ev->seq = ++ctx->events_total;
 	atomic64_inc(&regcache_stats.events_total);
 	if (!regcache_ring_push(&ctx->ring, ev)) {
 		ctx->overflows++;
+		ctx->overflow_seq = ev->seq;
 		ctx->status_flags |= REGCACHE_STATUS_OVERFLOW;
 		atomic64_inc(&regcache_stats.overflows);
 	}
 	regcache_status_sync(ctx);
 }
 
-/* FLUSH: drop every queued record and clear the overflow flag. */
-void regcache_ctx_flush_events(struct regcache_ctx *ctx)
+/*
+ * FLUSH: drop the records the caller has accounted for (seq <= seen) and
+ * clear OVERFLOW unless a record newer than that was dropped.  An event
+ * that arrives while the caller rescans after reading events_total has a
+ * larger seq, so it survives the FLUSH: nothing is lost in that window
+ * (an argument-less FLUSH, ABI 1, dropped it silently).
+ */
+int regcache_ctx_flush_events(struct regcache_ctx *ctx, u64 seen)
 {
+	struct regcache_ring *ring = &ctx->ring;
+
 	spin_lock(&ctx->lock);
-	regcache_ring_clear(&ctx->ring);
-	ctx->status_flags &= ~REGCACHE_STATUS_OVERFLOW;
+	if (seen > ctx->events_total) {
+		spin_unlock(&ctx->lock);
+		return -EINVAL;
+	}
+	/* The ring holds records in seq order: drop from the head. */
+	while (ring->count && ring->ev[ring->head].seq <= seen)
+		regcache_ring_pop(ring);
+	if (ctx->overflow_seq <= seen)
+		ctx->status_flags &= ~REGCACHE_STATUS_OVERFLOW;
 	regcache_status_sync(ctx);
 	spin_unlock(&ctx->lock);
+	return 0;
 }

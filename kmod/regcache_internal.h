@@ -3,9 +3,10 @@
  * regcache_internal.h - shared declarations of regcache.ko.
  *
  * One struct regcache_ctx per open() of /dev/regcache, bound to the
- * opener's mm.  A context owns a vmalloc'd status area (the page-aligned
- * struct regcache_status the process maps read-only), an xarray of watched
- * ranges indexed by slot, and a preallocated event ring.
+ * opener's mm.  A context owns a vmap'd status area (the page-aligned
+ * struct regcache_status and its slot words, which the process maps
+ * read-only), an xarray of watched ranges indexed by slot, and a
+ * preallocated event ring.
  *
  * Locking, outermost first:
  *   ctx->mutex      WATCH / UNWATCH / CONFIGURE / teardown; may sleep,
@@ -16,7 +17,6 @@
  *                   status header.  The only lock the MMU notifier takes,
  *                   so an invalidation never sleeps and never waits for
  *                   anything that could sleep.
- *   regcache_ctx_list_lock  global context list (sysfs)
  */
 #ifndef REGCACHE_INTERNAL_H
 #define REGCACHE_INTERNAL_H
@@ -58,7 +58,7 @@ struct regcache_ring {
 	struct regcache_event *ev;
 	u32 entries;
 	u32 head;		/* oldest queued record */
-	u32 count;		/* records queued */
+	u32 count;		/* records queued; seq grows from head on */
 };
 
 int regcache_ring_alloc(struct regcache_ring *ring, u32 entries);
@@ -66,7 +66,6 @@ void regcache_ring_free(struct regcache_ring *ring);
 bool regcache_ring_push(struct regcache_ring *ring, const struct regcache_event *ev);
 bool regcache_ring_peek(const struct regcache_ring *ring, struct regcache_event *ev);
 void regcache_ring_pop(struct regcache_ring *ring);
-void regcache_ring_clear(struct regcache_ring *ring);
 
 enum regcache_range_state {
 	REGCACHE_RANGE_ACTIVE = 1,	/* the slot word has REGCACHE_SLOT_ACTIVE */
@@ -89,9 +88,9 @@ struct regcache_range {
 
 struct regcache_ctx {
 	struct mm_struct *mm;		/* mmgrab'd: identity, never used after exit */
+	u64 id;				/* unique per module load, for fdinfo */
 	pid_t tgid;
 	char comm[TASK_COMM_LEN];
-	struct list_head node;		/* regcache_ctx_list */
 
 	struct mutex mutex;
 	struct mutex read_mutex;
@@ -100,19 +99,22 @@ struct regcache_ctx {
 
 	struct xarray ranges;		/* slot -> struct regcache_range */
 	struct regcache_status *status;	/* vmap of status_pages, status_size bytes */
+	u64 *slots;			/* the slot words, right after *status */
 	struct page **status_pages;
 	unsigned int status_npages;
 	size_t status_size;
 	u32 max_watches;		/* slots[] entries, fixed at open */
 	struct regcache_ring ring;
-	bool frozen;			/* WATCH or mmap happened: no CONFIGURE */
+	bool frozen;			/* a WATCH succeeded or mmap happened: no CONFIGURE */
+	bool strict;			/* every notifier event invalidates; fixed once frozen */
 	bool warned_foreign;		/* logged a foreign-mm access already */
 
 	/* Counters: updated under ctx->lock, read locklessly for sysfs. */
 	u32 nr_watches;
 	u32 status_flags;
 	u64 pinned_bytes;
-	u64 events_total;
+	u64 events_total;		/* also the seq of the newest event */
+	u64 overflow_seq;		/* seq of the newest dropped event */
 	u64 overflows;
 	u64 watch_calls;
 	u64 unwatch_calls;
@@ -120,8 +122,6 @@ struct regcache_ctx {
 
 /* regcache_ctx.c */
 extern const struct file_operations regcache_fops;
-extern struct list_head regcache_ctx_list;
-extern struct mutex regcache_ctx_list_lock;
 
 /* regcache_watch.c */
 int regcache_watch(struct regcache_ctx *ctx, struct regcache_watch *w);
@@ -131,8 +131,8 @@ u32 regcache_reason_of(int event);
 bool regcache_reason_invalidates(u32 reason);
 
 /* regcache_events.c */
-void regcache_ctx_queue_event(struct regcache_ctx *ctx, const struct regcache_event *ev);
-void regcache_ctx_flush_events(struct regcache_ctx *ctx);
+void regcache_ctx_queue_event(struct regcache_ctx *ctx, struct regcache_event *ev);
+int regcache_ctx_flush_events(struct regcache_ctx *ctx, u64 events_seen);
 void regcache_status_sync(struct regcache_ctx *ctx);
 
 /* regcache_main.c */

@@ -4,17 +4,18 @@
  * device and its sysfs attributes.
  *
  * Parameters are writable at runtime; each takes effect where that is
- * safe: max_watches and ring_entries for contexts opened afterwards (the
- * status area and the ring of a live context never change size under a
- * mapping), max_pinned_bytes at the next WATCH, strict at the next
- * notifier callback.
+ * safe: max_watches, ring_entries and strict for contexts opened
+ * afterwards (the status area and the ring of a live context never change
+ * size under a mapping; strict is the default of CONFIGURE's per-context
+ * choice), max_pinned_bytes at the next WATCH.
  *
- * /sys/class/misc/regcache/ holds the global counters (world-readable)
- * and "contexts", the per-context list (root only: it names processes).
+ * /sys/class/misc/regcache/ holds the global counters, one value per
+ * file.  The per-context view is each fd's /proc/PID/fdinfo/FD
+ * (regcache_ctx.c), readable only by those who may inspect the holder.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/ctype.h>
+#include <linux/build_bug.h>
 #include <linux/device.h>
 #include <linux/fs.h>
 #include <linux/module.h>
@@ -69,7 +70,7 @@ MODULE_PARM_DESC(ring_entries, "Default event ring capacity per context, 1..1048
 module_param_named(max_pinned_bytes, regcache_max_pinned_bytes, ullong, 0644);
 MODULE_PARM_DESC(max_pinned_bytes, "Cap on pinned bytes per context, 0 = none (default 0)");
 module_param_named(strict, regcache_strict, bool, 0644);
-MODULE_PARM_DESC(strict, "Invalidate on every notifier event, including mprotect and fork write-protect (default 0)");
+MODULE_PARM_DESC(strict, "Default of CONFIGURE's strict choice for new contexts: invalidate on every notifier event, including mprotect and fork write-protect (default 0)");
 
 #define REGCACHE_STAT_ATTR(name, expr)						\
 static ssize_t name##_show(struct device *dev, struct device_attribute *attr,	\
@@ -92,44 +93,6 @@ static ssize_t abi_version_show(struct device *dev, struct device_attribute *att
 }
 static DEVICE_ATTR_RO(abi_version);
 
-/*
- * One line per context: "pid watches pinned_bytes events overflows comm",
- * comm last with unprintable bytes as '?', so a parser splits at most five
- * times.  A list longer than a page ends with "# N more".
- */
-static ssize_t contexts_show(struct device *dev, struct device_attribute *attr, char *buf)
-{
-	struct regcache_ctx *ctx;
-	unsigned int more = 0;
-	char comm[TASK_COMM_LEN];
-	ssize_t len = 0;
-	int i, n;
-
-	mutex_lock(&regcache_ctx_list_lock);
-	list_for_each_entry(ctx, &regcache_ctx_list, node) {
-		if (more || len > PAGE_SIZE - 128) {
-			more++;
-			continue;
-		}
-		memcpy(comm, ctx->comm, sizeof(comm));
-		comm[sizeof(comm) - 1] = '\0';
-		for (i = 0; comm[i]; i++)
-			if (!isprint(comm[i]) || comm[i] == ' ')
-				comm[i] = '?';
-		n = sysfs_emit_at(buf, len, "%d %u %llu %llu %llu %s\n", ctx->tgid,
-				  READ_ONCE(ctx->nr_watches),
-				  (unsigned long long)READ_ONCE(ctx->pinned_bytes),
-				  (unsigned long long)READ_ONCE(ctx->events_total),
-				  (unsigned long long)READ_ONCE(ctx->overflows), comm);
-		len += n;
-	}
-	mutex_unlock(&regcache_ctx_list_lock);
-	if (more)
-		len += sysfs_emit_at(buf, len, "# %u more\n", more);
-	return len;
-}
-static DEVICE_ATTR_ADMIN_RO(contexts);
-
 static struct attribute *regcache_attrs[] = {
 	&dev_attr_abi_version.attr,
 	&dev_attr_nr_contexts.attr,
@@ -138,7 +101,6 @@ static struct attribute *regcache_attrs[] = {
 	&dev_attr_events_total.attr,
 	&dev_attr_overflows.attr,
 	&dev_attr_foreign_mm.attr,
-	&dev_attr_contexts.attr,
 	NULL,
 };
 
@@ -159,9 +121,26 @@ static struct miscdevice regcache_misc = {
 	.mode	= 0666,
 };
 
+/* The uapi header is plain C89/C++ and cannot assert its own sizes. */
+static void __init regcache_check_abi(void)
+{
+	BUILD_BUG_ON(sizeof(struct regcache_status) != 64);
+	BUILD_BUG_ON(sizeof(struct regcache_info) != 72);
+	BUILD_BUG_ON(sizeof(struct regcache_config) != 32);
+	BUILD_BUG_ON(sizeof(struct regcache_watch) != 64);
+	BUILD_BUG_ON(sizeof(struct regcache_watch_batch) != 40);
+	BUILD_BUG_ON(sizeof(struct regcache_unwatch) != 32);
+	BUILD_BUG_ON(sizeof(struct regcache_flush) != 32);
+	BUILD_BUG_ON(sizeof(struct regcache_ctx_stats) != 88);
+	BUILD_BUG_ON(sizeof(struct regcache_event) != 72);
+	BUILD_BUG_ON(REGCACHE_STATUS_SLOT_OFFSET(0) % sizeof(__u64));
+}
+
 static int __init regcache_init(void)
 {
 	int ret;
+
+	regcache_check_abi();
 
 	ret = misc_register(&regcache_misc);
 	if (ret) {
@@ -184,4 +163,5 @@ static void __exit regcache_exit(void)
 module_init(regcache_init);
 module_exit(regcache_exit);
 MODULE_LICENSE("GPL");
+MODULE_AUTHOR("The regcache authors");
 MODULE_DESCRIPTION("Registration cache invalidation for RDMA");

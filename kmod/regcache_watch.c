@@ -49,12 +49,21 @@ u32 regcache_reason_of(int event)
 }
 
 /*
- * Protection changes (mprotect, fork's write-protect of COW mappings,
- * userfaultfd-wp, NUMA hinting) and soft-dirty clears keep the same pages
- * mapped at the same addresses: a pinned registration stays correct.  If
- * a write later breaks COW, the kernel replaces the page under a CLEAR
- * event, which does invalidate.  Unknown events invalidate: being wrong
- * in that direction costs a re-registration, not corruption.
+ * The filter of a non-strict context.  Protection changes (mprotect,
+ * fork's write-protect of COW mappings, userfaultfd-wp, NUMA hinting) and
+ * soft-dirty clears keep the same pages mapped at the same addresses: a
+ * pinned registration stays correct, also a writable MR after
+ * mprotect(PROT_READ) (the pinned pages still back the range; the device
+ * is not bound by the CPU's page protection).  If a write later breaks
+ * COW, the kernel replaces the page under a CLEAR event, which does
+ * invalidate; so do the paths that look like protection changes but
+ * change page tables: a partial mprotect of a PMD THP splits it (CLEAR),
+ * and fork splits a pinned PMD THP and copies hugetlb COW mappings under
+ * CLEAR.
+ *
+ * Any event this switch does not name - one a newer kernel adds - maps to
+ * REGCACHE_REASON_OTHER in regcache_reason_of() and so invalidates: being
+ * wrong in that direction costs a re-registration, not corruption.
  */
 bool regcache_reason_invalidates(u32 reason)
 {
@@ -78,7 +87,8 @@ static bool regcache_range_invalidate(struct mmu_interval_notifier *mni,
 	bool queued = false;
 	u64 word;
 
-	if (!READ_ONCE(regcache_strict) && !regcache_reason_invalidates(reason))
+	/* ctx->strict is fixed while any range exists (CONFIGURE -EBUSY). */
+	if (!READ_ONCE(ctx->strict) && !regcache_reason_invalidates(reason))
 		return true;
 
 	/*
@@ -89,9 +99,9 @@ static bool regcache_range_invalidate(struct mmu_interval_notifier *mni,
 	spin_lock(&ctx->lock);
 	mmu_interval_set_seq(mni, cur_seq);
 	if (r->state == REGCACHE_RANGE_ACTIVE) {
-		word = READ_ONCE(ctx->status->slots[r->slot]);
+		word = READ_ONCE(ctx->slots[r->slot]);
 		word = ((word & REGCACHE_SLOT_GEN_MASK) + 1) & REGCACHE_SLOT_GEN_MASK;
-		WRITE_ONCE(ctx->status->slots[r->slot], word);
+		WRITE_ONCE(ctx->slots[r->slot], word);
 		r->state = REGCACHE_RANGE_INVALIDATED;
 
 		ev.cookie = r->cookie;
@@ -138,9 +148,9 @@ static void regcache_slot_release(struct regcache_ctx *ctx, u32 slot)
 	u64 word;
 
 	spin_lock(&ctx->lock);
-	word = READ_ONCE(ctx->status->slots[slot]);
+	word = READ_ONCE(ctx->slots[slot]);
 	word = ((word & REGCACHE_SLOT_GEN_MASK) + 1) & REGCACHE_SLOT_GEN_MASK;
-	WRITE_ONCE(ctx->status->slots[slot], word);
+	WRITE_ONCE(ctx->slots[slot], word);
 	spin_unlock(&ctx->lock);
 	xa_erase(&ctx->ranges, slot);
 }
@@ -198,12 +208,16 @@ int regcache_watch(struct regcache_ctx *ctx, struct regcache_watch *w)
 	}
 	r->slot = slot;
 
-	/* Active before the notifier exists: every callback finds it armed. */
+	/*
+	 * Active before the notifier exists: every callback finds it armed.
+	 * The context freezes only when the WATCH succeeds, so a failed one
+	 * leaves CONFIGURE open (no range exists to see a change of ring or
+	 * strictness; ctx->mutex keeps CONFIGURE out meanwhile).
+	 */
 	spin_lock(&ctx->lock);
-	ctx->frozen = true;
-	word = READ_ONCE(ctx->status->slots[slot]);
+	word = READ_ONCE(ctx->slots[slot]);
 	word = (word & REGCACHE_SLOT_GEN_MASK) | REGCACHE_SLOT_ACTIVE;
-	WRITE_ONCE(ctx->status->slots[slot], word);
+	WRITE_ONCE(ctx->slots[slot], word);
 	r->state = REGCACHE_RANGE_ACTIVE;
 	spin_unlock(&ctx->lock);
 
@@ -218,17 +232,27 @@ int regcache_watch(struct regcache_ctx *ctx, struct regcache_watch *w)
 	 * for it to finish; the mapping check below then fails if it was an
 	 * unmap.  (A zap of pages the caller pinned *before* WATCH cannot be
 	 * seen by anyone: WATCH first, then register, is the documented order.)
+	 *
+	 * Why no mmu_interval_read_retry() loop, unlike the HMM pattern: the
+	 * sequence only says "an invalidation overlapped", and we establish
+	 * nothing that such an invalidation could make stale.  The slot was
+	 * armed before the insert, so every invalidation that starts after
+	 * the insert runs our callback and flips the word itself; the one
+	 * that was in progress is waited for here.  A retry could only repeat
+	 * the same checks.
 	 */
 	(void)mmu_interval_read_begin(&r->notifier);
 	mmap_read_lock(ctx->mm);
 	mapped = regcache_range_mapped(ctx->mm, start, end);
 	mmap_read_unlock(ctx->mm);
 	if (!mapped) {
-		ret = -EFAULT;
+		/* As mlock(2) and madvise(2) say it; -EFAULT is for bad pointers. */
+		ret = -ENOMEM;
 		goto remove_notifier;
 	}
 
 	spin_lock(&ctx->lock);
+	ctx->frozen = true;
 	ctx->nr_watches++;
 	ctx->pinned_bytes += w->pinned_bytes;
 	ctx->watch_calls++;

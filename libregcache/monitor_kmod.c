@@ -10,7 +10,9 @@
  * blocking a hit, by the next get that finds events pending and wins a
  * trylock, by regcache_process_events(), and on every miss.  When the
  * module's ring overflowed, events are lost but the slot words are still
- * right, so a FLUSH followed by a sweep of every entry's word resyncs.
+ * right, so a sweep of every entry's word resyncs: load events_total,
+ * sweep, then FLUSH with that count (an event that arrives during the
+ * sweep stays queued; regcache(4)).
  */
 #include "config.h"
 
@@ -32,7 +34,9 @@ struct kmod_priv {
 	int fd;
 	dev_t rdev;				/* of fd, for a forked child */
 	volatile struct regcache_status *status;
+	volatile uint64_t *slots;		/* follow the status header */
 	size_t status_size;
+	size_t event_size;			/* the module's record size */
 	uint32_t max_watches;
 	struct regcache_entry **slot_entry;	/* slot -> entry, for events */
 	uint64_t next_cookie;
@@ -75,7 +79,8 @@ static int kmod_start(struct regcache *cache, const char **why)
 		*why = buf;
 		goto close_fd;
 	}
-	if (info.abi_version != REGCACHE_ABI_VERSION || !info.max_watches) {
+	if (info.abi_version != REGCACHE_ABI_VERSION || !info.max_watches ||
+	    info.event_size < sizeof(struct regcache_event)) {
 		ret = -EPROTO;
 		snprintf(buf, sizeof(buf), "module ABI %u, library ABI %u",
 			 info.abi_version, REGCACHE_ABI_VERSION);
@@ -91,7 +96,9 @@ static int kmod_start(struct regcache *cache, const char **why)
 		goto close_fd;
 	}
 	p->status = map;
+	p->slots = (volatile uint64_t *)((char *)map + REGCACHE_STATUS_SLOT_OFFSET(0));
 	p->status_size = info.status_size;
+	p->event_size = info.event_size;
 	p->max_watches = info.max_watches;
 	p->slot_entry = calloc(info.max_watches, sizeof(*p->slot_entry));
 	if (!p->slot_entry) {
@@ -206,49 +213,76 @@ static bool kmod_valid(const struct regcache *cache, const struct regcache_entry
 {
 	const struct kmod_priv *p = cache->mon_priv;
 
-	return __atomic_load_n(&p->status->slots[e->slot], __ATOMIC_ACQUIRE) ==
+	return __atomic_load_n(&p->slots[e->slot], __ATOMIC_ACQUIRE) ==
 	       e->slot_word;
+}
+
+/*
+ * Events were lost: resync from the slot words, which never lie.  The
+ * count is loaded before the sweep, so FLUSH drops only what the sweep
+ * has covered.
+ */
+static int kmod_resync_locked(struct regcache *cache, struct rc_list *release)
+{
+	struct kmod_priv *p = kp(cache);
+	struct regcache_flush f;
+	int dropped;
+
+	memset(&f, 0, sizeof(f));
+	f.events_seen = __atomic_load_n(&p->status->events_total, __ATOMIC_ACQUIRE);
+	dropped = rc_invalidate_stale(cache, release);
+	if (ioctl(p->fd, REGCACHE_IOC_FLUSH, &f))
+		rc_log("FLUSH: %s", strerror(errno));
+	return dropped;
+}
+
+/* One record; the module's may be longer than ours (a later ABI). */
+static int kmod_event_locked(struct regcache *cache, const struct regcache_event *ev,
+			     struct rc_list *release)
+{
+	struct kmod_priv *p = kp(cache);
+	struct regcache_entry *e;
+
+	if (ev->slot >= p->max_watches)
+		return 0;
+	e = p->slot_entry[ev->slot];
+	if (!e || e->cookie != ev->cookie)
+		return 0;	/* already unwatched */
+	if (e->in_tree)
+		return rc_invalidate_entry(cache, e, release);
+	atomic_store(&e->stale, 1);	/* pending */
+	return 0;
 }
 
 /* Write lock held.  Returns how many entries were dropped. */
 static int kmod_drain_locked(struct regcache *cache, struct rc_list *release)
 {
 	struct kmod_priv *p = kp(cache);
-	struct regcache_event ev[64];
+	uint64_t buf[64 * sizeof(struct regcache_event) / sizeof(uint64_t)];
+	const struct regcache_event *ev;
+	size_t off, step = p->event_size;
 	ssize_t n;
-	int i, dropped = 0;
+	int dropped = 0;
 
 	if (__atomic_load_n(&p->status->flags, __ATOMIC_ACQUIRE) &
-	    REGCACHE_STATUS_OVERFLOW) {
-		/* Events were lost: resync from the slot words, which never lie. */
-		ioctl(p->fd, REGCACHE_IOC_FLUSH);
-		return rc_invalidate_stale(cache, release);
-	}
+	    REGCACHE_STATUS_OVERFLOW)
+		return kmod_resync_locked(cache, release);
+	if (step > sizeof(buf))
+		return kmod_resync_locked(cache, release);
 	for (;;) {
-		n = read(p->fd, ev, sizeof(ev));
+		n = read(p->fd, buf, sizeof(buf) - sizeof(buf) % step);
 		if (n <= 0)
 			break;
-		for (i = 0; i < n / (ssize_t)sizeof(ev[0]); i++) {
-			struct regcache_entry *e;
-
-			if (ev[i].slot >= p->max_watches)
-				continue;
-			e = p->slot_entry[ev[i].slot];
-			if (!e || e->cookie != ev[i].cookie)
-				continue;	/* already unwatched */
-			if (e->in_tree)
-				dropped += rc_invalidate_entry(cache, e, release);
-			else
-				atomic_store(&e->stale, 1);	/* pending */
+		for (off = 0; off + step <= (size_t)n; off += step) {
+			ev = (const struct regcache_event *)((const char *)buf + off);
+			dropped += kmod_event_locked(cache, ev, release);
 		}
-		if ((size_t)n < sizeof(ev))
+		if ((size_t)n + step <= sizeof(buf) - sizeof(buf) % step)
 			break;
 	}
 	if (__atomic_load_n(&p->status->flags, __ATOMIC_ACQUIRE) &
-	    REGCACHE_STATUS_OVERFLOW) {
-		ioctl(p->fd, REGCACHE_IOC_FLUSH);
-		dropped += rc_invalidate_stale(cache, release);
-	}
+	    REGCACHE_STATUS_OVERFLOW)
+		dropped += kmod_resync_locked(cache, release);
 	return dropped;
 }
 

@@ -3,7 +3,7 @@
 # Locating the target kernel's build tree and probing its API.
 #
 # Kernel APIs move between releases (vm_flags became read-only in 6.3,
-# pin_user_pages lost its vmas argument in 6.5, ...).  Rather than compare
+# ...).  Rather than compare
 # version numbers, each difference the module cares about gets one probe:
 # a tiny module compiled against the target headers through Kbuild.  Each
 # probe that succeeds adds -DHAVE_<NAME> to KERNEL_DEFS, which kmod/Kbuild
@@ -103,7 +103,10 @@ AC_DEFUN([RC_LINUX_PROBE], [
 	])
 ])
 
-# The probes regcache.ko needs.  Add one per kernel API difference.
+# The probes regcache.ko needs.  Add one per kernel API difference the
+# module's code uses, and drop a probe when its HAVE_ macro is no longer
+# tested anywhere in kmod/ (the module pins nothing itself, so the
+# pin_user_pages() probe went).
 AC_DEFUN([RC_LINUX_PROBES], [
 	AS_IF([test "x$enable_kmod" = xyes], [
 		dnl A probe that must pass: proves the mechanism and the toolchain.
@@ -118,9 +121,6 @@ AC_DEFUN([RC_LINUX_PROBES], [
 		RC_LINUX_PROBE([MMU_NOTIFY_EXCLUSIVE], [MMU_NOTIFY_EXCLUSIVE],
 			[#include <linux/mmu_notifier.h>],
 			[	enum mmu_notifier_event e = MMU_NOTIFY_EXCLUSIVE; (void)e;])
-		RC_LINUX_PROBE([PIN_USER_PAGES_NO_VMAS], [pin_user_pages() without vmas],
-			[#include <linux/mm.h>],
-			[	(void)pin_user_pages(0UL, 1UL, FOLL_LONGTERM, (struct page **)NULL);])
 		rm -rf conftest-kernel
 	])
 ])

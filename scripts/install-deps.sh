@@ -8,7 +8,7 @@
 set -eu
 
 packages="
-autoconf automake libtool pkg-config make gcc
+autoconf automake libtool pkg-config make gcc g++
 libibverbs-dev librdmacm-dev liburing-dev libcunit1-dev
 linux-headers-amd64 mandoc
 qemu-system-x86 busybox-static cpio kmod xz-utils zstd
@@ -18,7 +18,8 @@ ucx-utils gnuplot-nox
 dkms linux-source-6.1
 "
 # build: autotools, gcc, rdma-core/liburing/CUnit headers, the 6.1 kernel
-#   headers for regcache.ko, mandoc for the man page lint.
+#   headers for regcache.ko, mandoc for the man page lint; g++ only for
+#   the test that the uapi header compiles as C++ (tests/test_kmod_uapi.sh).
 # VM harness: QEMU, static busybox + cpio + kmod + xz/zstd for the guest's
 #   initramfs, the rdma-core tools and perftest the guest runs from the host
 #   root, iproute2 (ip, rdma), debootstrap for the Debian 13 build root of

@@ -312,7 +312,7 @@ static void bench_inval(int reps, long n)
 			tp += now_ns() - t0;
 			kt_unwatch(&c, slot, i);
 		}
-		kt_ioctl(c.fd, REGCACHE_IOC_FLUSH, NULL);
+		kt_flush(&c);
 		watched[r] = tw / n;
 		plain[r] = tp / n;
 	}

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * test_kmod_ctl.c - regcachectl(8) against a fake sysfs tree (host test).
+ * test_kmod_ctl.c - regcachectl(8) against fake sysfs and proc trees
+ * (host test).
  *
- * regcachectl only reads and writes sysfs, so REGCACHECTL_SYSFS pointed at
- * a temporary tree checks its output formats, its JSON, its exit codes
- * (0 / 1 refused / 2 usage / 3 not loaded) and its parameter writes
- * without the module.  The guest suite runs it against the real module.
+ * regcachectl only reads and writes sysfs and reads /proc/PID/fdinfo, so
+ * REGCACHECTL_SYSFS and REGCACHECTL_PROC pointed at a temporary tree
+ * check its output formats, its JSON, its exit codes (0 / 1 refused /
+ * 2 usage / 3 not loaded), its parameter writes, and that a context seen
+ * through several fds (fork, SCM_RIGHTS) is listed once, without the
+ * module.  The guest suite runs it against the real module.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -60,7 +63,8 @@ static int ctl(const char *args)
 	FILE *p;
 	int st;
 
-	snprintf(cmd, sizeof(cmd), "REGCACHECTL_SYSFS=%s %s %s 2>&1", root, REGCACHECTL_PATH, args);
+	snprintf(cmd, sizeof(cmd), "REGCACHECTL_SYSFS=%s REGCACHECTL_PROC=%s/proc %s %s 2>&1",
+		 root, root, REGCACHECTL_PATH, args);
 	p = popen(cmd, "r");
 	if (!p)
 		return -1;
@@ -74,7 +78,9 @@ static int make_tree(void)
 {
 	char path[512];
 	const char *dirs[] = { "module", "module/regcache", "module/regcache/parameters",
-			       "class", "class/misc", "class/misc/regcache" };
+			       "class", "class/misc", "class/misc/regcache", "proc",
+			       "proc/101", "proc/101/fdinfo", "proc/202", "proc/202/fdinfo",
+			       "proc/303", "proc/303/fdinfo", "proc/self", "proc/self/fdinfo" };
 	size_t i;
 
 	if (!mkdtemp(root))
@@ -95,7 +101,24 @@ static int make_tree(void)
 	put("class/misc/regcache/events_total", "3\n");
 	put("class/misc/regcache/overflows", "0\n");
 	put("class/misc/regcache/foreign_mm", "1\n");
-	put("class/misc/regcache/contexts", "101 4 4096 2 0 app\"one\n202 3 4096 1 0 other\n");
+	/* 101 owns a context on fd 3 and has a pipe on fd 0 */
+	put("proc/101/fdinfo/0", "pos:\t0\nflags:\t02\nmnt_id:\t13\nino:\t55\n");
+	put("proc/101/fdinfo/3", "pos:\t0\nflags:\t02000002\nmnt_id:\t5\nino:\t9\n"
+	    "regcache-id:\t7\nregcache-pid:\t101\nregcache-comm:\tapp\"one\n"
+	    "regcache-watches:\t4\nregcache-max-watches:\t65536\n"
+	    "regcache-declared-pinned-bytes:\t4096\nregcache-mm-pinned-bytes:\t8192\n"
+	    "regcache-events:\t2\nregcache-pending:\t0\nregcache-overflows:\t0\n"
+	    "regcache-ring-entries:\t1024\nregcache-strict:\t0\n");
+	put("proc/101/status", "Name:\tapp\nVmPin:\t       8 kB\n");
+	/* 202's context is also open in its child 303 (same id): listed once */
+	put("proc/202/fdinfo/5", "pos:\t0\nregcache-id:\t9\nregcache-pid:\t202\n"
+	    "regcache-comm:\tother\nregcache-watches:\t3\n"
+	    "regcache-declared-pinned-bytes:\t4096\nregcache-mm-pinned-bytes:\t0\n"
+	    "regcache-events:\t1\nregcache-overflows:\t0\n");
+	put("proc/303/fdinfo/5", "pos:\t0\nregcache-id:\t9\nregcache-pid:\t202\n"
+	    "regcache-comm:\tother\nregcache-watches:\t3\n");
+	/* "self" is not a pid directory */
+	put("proc/self/fdinfo/3", "regcache-id:\t7\nregcache-pid:\t101\n");
 	return 0;
 }
 
@@ -114,8 +137,7 @@ static void test_status(void)
 	CU_ASSERT(strstr(out, "max_watches") != NULL);
 	CU_ASSERT(strstr(out, "strict             0") != NULL);
 	CU_ASSERT(strstr(out, "watches            7") != NULL);
-	if (geteuid() == 0)
-		CU_ASSERT(strstr(out, "other") != NULL);
+	CU_ASSERT(strstr(out, "other") != NULL);
 }
 
 static void test_json(void)
@@ -124,9 +146,10 @@ static void test_json(void)
 	CU_ASSERT(strstr(out, "{\"loaded\": true, \"parameters\": {\"max_watches\": 65536, "
 			 "\"ring_entries\": 1024, \"max_pinned_bytes\": 0, \"strict\": 0}") == out);
 	CU_ASSERT(strstr(out, "\"pinned_bytes\": 8192") != NULL);
-	if (geteuid() == 0)
-		CU_ASSERT(strstr(out, "{\"pid\": 101, \"watches\": 4, \"pinned_bytes\": 4096, "
-				 "\"events\": 2, \"overflows\": 0, \"comm\": \"app\\\"one\"}") != NULL);
+	CU_ASSERT(strstr(out, "{\"pid\": 101, \"holder\": 101, \"fd\": 3, \"watches\": 4, "
+			 "\"declared_pinned_bytes\": 4096, \"mm_pinned_bytes\": 8192, "
+			 "\"vm_pin_bytes\": 8192, \"events\": 2, \"overflows\": 0, "
+			 "\"comm\": \"app\\\"one\"}") != NULL);
 	CU_ASSERT(ctl("--json params") == 0);
 	CU_ASSERT(strcmp(out, "{\"max_watches\": 65536, \"ring_entries\": 1024, "
 			 "\"max_pinned_bytes\": 0, \"strict\": 0}\n") == 0);
@@ -134,10 +157,21 @@ static void test_json(void)
 
 static void test_contexts(void)
 {
+	const char *a, *b;
+
 	CU_ASSERT(ctl("contexts") == 0);
-	CU_ASSERT(strstr(out, "     101        4           4096          2         0  app\"one") != NULL);
+	CU_ASSERT(strstr(out, "     101      101      3        4           4096           8192"
+			 "           8192          2         0  app\"one") != NULL);
+	/* the shared context once, under its first holder; no VmPin: -1 */
+	a = strstr(out, "     202      202      5        3");
+	CU_ASSERT(a != NULL);
+	CU_ASSERT(a && strstr(a, "-1") != NULL);
+	CU_ASSERT(strstr(out, "     303") == NULL);
 	CU_ASSERT(ctl("--json contexts") == 0);
 	CU_ASSERT(strstr(out, "{\"contexts\": [{\"pid\": 101") == out);
+	b = strstr(out, "\"pid\": 202");
+	CU_ASSERT(b != NULL && strstr(b + 1, "\"pid\": 202") == NULL);
+	CU_ASSERT(strstr(out, "\"vm_pin_bytes\": -1") != NULL);
 }
 
 static void test_set(void)

@@ -151,7 +151,7 @@ static void finish(void)
 	unrel_may_change = false;
 	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_UNWATCH_ALL, NULL) == 0);
 	CU_ASSERT(kt_watch(&c, unrel, 2 * pg, COOKIE_UNREL, 2 * pg, &unrel_slot, &unrel_word) == 0);
-	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_FLUSH, NULL) == 0);
+	CU_ASSERT(kt_flush(&c) == 0);
 }
 
 static void test_munmap_whole(void)
@@ -581,29 +581,8 @@ static void test_visible_on_return(void)
 		CU_ASSERT(kt_unwatch(&c, t.slot, i) == 0);
 	}
 	CU_ASSERT(late == 0);
-	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_FLUSH, NULL) == 0);
+	CU_ASSERT(kt_flush(&c) == 0);
 	CU_ASSERT(kt_slot(&c, unrel_slot) == unrel_word);
-}
-
-/* Find "pid watches pinned events overflows comm" for pid in the context list. */
-static int ctx_line(pid_t pid, long long *watches, long long *events)
-{
-	FILE *f = fopen("/sys/class/misc/regcache/contexts", "r");
-	char line[256];
-	int found = -1;
-	long long p, w, pin, ev, ov;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%lld %lld %lld %lld %lld", &p, &w, &pin, &ev, &ov) == 5 &&
-		    p == pid) {
-			*watches = w;
-			*events = ev;
-			found = 0;
-		}
-	fclose(f);
-	return found;
 }
 
 /*
@@ -616,7 +595,7 @@ static void test_exit_with_watches(void)
 {
 	long long base_ctx = kt_sysfs("nr_contexts"), base_w = kt_sysfs("watches");
 	long long base_pin = kt_sysfs("pinned_bytes");
-	long long w = -1, ev = -1;
+	long long w = -1, ev = -1, owner = -1;
 	int sv[2], fd, st, i;
 	pid_t pid;
 
@@ -645,7 +624,10 @@ static void test_exit_with_watches(void)
 		close(sv[0]);
 		if (i == 1) {
 			CU_ASSERT_FATAL(fd >= 0);
-			CU_ASSERT(ctx_line(pid, &w, &ev) == 0);
+			CU_ASSERT(kt_fdinfo(fd, "pid", &owner) == 0);
+			CU_ASSERT(owner == pid);
+			CU_ASSERT(kt_fdinfo(fd, "watches", &w) == 0);
+			CU_ASSERT(kt_fdinfo(fd, "events", &ev) == 0);
 			CU_ASSERT(w == 64);
 			CU_ASSERT(ev == 64);	/* one RELEASE per watch */
 			CU_ASSERT(kt_sysfs("watches") == base_w + 64);

@@ -31,6 +31,7 @@ static int foreign_attempts(int fd, size_t status_size, void *mine)
 	struct regcache_ctx_stats s = { 0 };
 	struct regcache_unwatch u = { 0 };
 	struct regcache_config cfg = { 0 };
+	struct regcache_flush f = { 0 };
 	struct regcache_event ev;
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	int bad = 0;
@@ -44,7 +45,7 @@ static int foreign_attempts(int fd, size_t status_size, void *mine)
 		bad |= 4;
 	if (ioctl(fd, REGCACHE_IOC_UNWATCH_ALL) != -1 || errno != EIO)
 		bad |= 8;
-	if (ioctl(fd, REGCACHE_IOC_FLUSH) != -1 || errno != EIO)
+	if (ioctl(fd, REGCACHE_IOC_FLUSH, &f) != -1 || errno != EIO)
 		bad |= 16;
 	if (ioctl(fd, REGCACHE_IOC_GET_STATS, &s) != -1 || errno != EIO)
 		bad |= 32;

@@ -71,7 +71,7 @@ static void overflow_run(uint32_t configure)
 	pfd.fd = c.fd;
 	pfd.events = POLLIN;
 	CU_ASSERT(poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN));
-	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_FLUSH, NULL) == 0);
+	CU_ASSERT(kt_flush(&c) == 0);
 	CU_ASSERT(!(c.st->flags & REGCACHE_STATUS_OVERFLOW));
 	CU_ASSERT(c.st->overflows == N_WATCH - RING);	/* a counter, not a flag */
 	CU_ASSERT(kt_read_events(&c, ev, 1) == -EAGAIN);

@@ -108,7 +108,47 @@ int kt_stats(struct kt_ctx *c, struct regcache_ctx_stats *s)
 
 uint64_t kt_slot(const struct kt_ctx *c, uint32_t slot)
 {
-	return __atomic_load_n(&c->st->slots[slot], __ATOMIC_ACQUIRE);
+	const volatile uint64_t *slots = (const volatile uint64_t *)
+		((const volatile char *)c->st + REGCACHE_STATUS_SLOT_OFFSET(0));
+
+	return __atomic_load_n(&slots[slot], __ATOMIC_ACQUIRE);
+}
+
+int kt_fdinfo(int fd, const char *key, long long *val)
+{
+	char path[64], line[256], want[80];
+	size_t n;
+	FILE *f;
+	int ret = -ENOENT;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	snprintf(want, sizeof(want), "regcache-%s:", key);
+	n = strlen(want);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, want, n) && sscanf(line + n, "%lld", val) == 1) {
+			ret = 0;
+			break;
+		}
+	fclose(f);
+	return ret;
+}
+
+int kt_flush_upto(struct kt_ctx *c, uint64_t seen)
+{
+	struct regcache_flush f = { .events_seen = seen };
+
+	return kt_ioctl(c->fd, REGCACHE_IOC_FLUSH, &f);
+}
+
+int kt_flush(struct kt_ctx *c)
+{
+	struct regcache_ctx_stats s;
+	int ret = kt_stats(c, &s);
+
+	return ret ? ret : kt_flush_upto(c, s.events_total);
 }
 
 int kt_read_events(struct kt_ctx *c, struct regcache_event *ev, int max)

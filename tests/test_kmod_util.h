@@ -39,6 +39,10 @@ int kt_stats(struct kt_ctx *c, struct regcache_ctx_stats *s);
 /* The slot word as userspace sees it: one load. */
 uint64_t kt_slot(const struct kt_ctx *c, uint32_t slot);
 
+/* FLUSH the events with seq <= seen; kt_flush: every event generated so far. */
+int kt_flush_upto(struct kt_ctx *c, uint64_t seen);
+int kt_flush(struct kt_ctx *c);
+
 /* Non-blocking read of up to max events: count, or -errno (-EAGAIN when empty). */
 int kt_read_events(struct kt_ctx *c, struct regcache_event *ev, int max);
 
@@ -56,6 +60,9 @@ long long kt_param(const char *name);
 
 /* A global counter from /sys/class/misc/regcache/NAME, or -1. */
 long long kt_sysfs(const char *name);
+
+/* The number after "regcache-KEY:" in /proc/self/fdinfo/FD: 0 or -errno. */
+int kt_fdinfo(int fd, const char *key, long long *val);
 
 /* Pass an fd over a UNIX socket (SCM_RIGHTS): 0, or -1. */
 int kt_send_fd(int sock, int fd);

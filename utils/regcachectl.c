@@ -2,15 +2,21 @@
 /*
  * regcachectl.c - show and tune regcache.ko (see regcachectl(8)).
  *
- * Everything comes from sysfs: the module parameters under
- * /sys/module/regcache/parameters/ and the counters and per-context list
- * the module publishes on its misc device, /sys/class/misc/regcache/.
- * No ioctl is needed, so the tool never opens /dev/regcache and never
- * creates a context of its own.  REGCACHECTL_SYSFS replaces "/sys" (tests).
+ * Parameters and global counters come from sysfs (the module parameters
+ * under /sys/module/regcache/parameters/, the counters on the misc device,
+ * /sys/class/misc/regcache/, one value per file).  Contexts come from
+ * /proc/PID/fdinfo/FD of every fd that is a regcache context: the kernel
+ * shows those only to whoever may inspect the holder (the owner, root),
+ * so a user lists their own contexts and root lists all.  No ioctl is
+ * needed, so the tool never opens /dev/regcache and never creates a
+ * context of its own.  REGCACHECTL_SYSFS replaces "/sys" and
+ * REGCACHECTL_PROC replaces "/proc" (tests).
  *
  * Exit status: 0 success, 1 the kernel refused an operation, 2 usage
  * error, 3 the module is not loaded.
  */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
@@ -24,6 +30,7 @@
 #define EXIT_NOMODULE	3
 
 static const char *sysfs = "/sys";
+static const char *procfs = "/proc";
 static bool json;
 
 static const char *const params[] = {
@@ -143,47 +150,190 @@ static void json_string(const char *s)
 	putchar('"');
 }
 
-static int show_contexts(bool nested)
+/* One context as its fdinfo shows it (regcache(4) FILES). */
+struct ctx_info {
+	long long id, pid, watches, declared, mm_pinned, events, overflows;
+	long long vmpin;	/* VmPin of the owner, bytes; -1 unknown */
+	long holder, fd;	/* where it was found */
+	char comm[64];
+};
+
+static bool ctx_key(const char *line, const char *key, long long *v)
 {
-	char path[512], line[512], comm[64];
-	long long pid, w, pin, ev, ov;
-	bool first = true;
+	size_t n = strlen(key);
+
+	return !strncmp(line, "regcache-", 9) && !strncmp(line + 9, key, n) &&
+	       line[9 + n] == ':' && sscanf(line + 10 + n, "%lld", v) == 1;
+}
+
+/* Parse one fdinfo file: 1 if it is a regcache context, 0 if not. */
+static int ctx_parse(const char *path, struct ctx_info *ci)
+{
+	char line[256];
+	int found = 0;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/class/misc/regcache/contexts", sysfs);
 	f = fopen(path, "r");
-	if (!f) {
-		int ret = -errno;
+	if (!f)
+		return 0;	/* gone, or not ours to see */
+	memset(ci, 0, sizeof(*ci));
+	ci->vmpin = -1;
+	strcpy(ci->comm, "?");
+	while (fgets(line, sizeof(line), f)) {
+		if (ctx_key(line, "id", &ci->id))
+			found = 1;
+		else if (!strncmp(line, "regcache-comm:", 14))
+			sscanf(line + 14, "%63s", ci->comm);
+		else if (!ctx_key(line, "pid", &ci->pid) &&
+			 !ctx_key(line, "watches", &ci->watches) &&
+			 !ctx_key(line, "declared-pinned-bytes", &ci->declared) &&
+			 !ctx_key(line, "mm-pinned-bytes", &ci->mm_pinned) &&
+			 !ctx_key(line, "events", &ci->events))
+			ctx_key(line, "overflows", &ci->overflows);
+	}
+	fclose(f);
+	return found;
+}
 
-		err("contexts (root only)", ret);
+/* VmPin of a process in bytes, or -1. */
+static long long vm_pin(long long pid)
+{
+	char path[512], line[256];
+	long long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%lld/status", procfs, pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %lld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb < 0 ? -1 : kb * 1024;
+}
+
+static bool numeric(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return false;
+	return true;
+}
+
+/*
+ * Every context once: an fd inherited by fork or passed over a socket is
+ * the same context (same id) in several places; it is listed under its
+ * owner when the owner holds it, else under the first holder found.
+ */
+static int collect_contexts(struct ctx_info **out, size_t *count)
+{
+	struct ctx_info *v = NULL, ci;
+	size_t n = 0, cap = 0, k;
+	struct dirent *pd, *fd;
+	char path[1024];
+	DIR *proc, *fds;
+
+	proc = opendir(procfs);
+	if (!proc)
+		return -errno;
+	while ((pd = readdir(proc))) {
+		if (!numeric(pd->d_name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/fdinfo", procfs, pd->d_name);
+		fds = opendir(path);
+		if (!fds)
+			continue;
+		while ((fd = readdir(fds))) {
+			if (!numeric(fd->d_name))
+				continue;
+			if (snprintf(path, sizeof(path), "%s/%s/fdinfo/%s", procfs, pd->d_name,
+				     fd->d_name) >= (int)sizeof(path))
+				continue;
+			if (!ctx_parse(path, &ci))
+				continue;
+			ci.holder = strtol(pd->d_name, NULL, 10);
+			ci.fd = strtol(fd->d_name, NULL, 10);
+			for (k = 0; k < n && v[k].id != ci.id; k++)
+				;
+			if (k < n) {
+				if (ci.holder == ci.pid && v[k].holder != v[k].pid) {
+					ci.vmpin = v[k].vmpin;
+					v[k] = ci;
+				}
+				continue;
+			}
+			if (n == cap) {
+				struct ctx_info *nv;
+
+				cap = cap ? 2 * cap : 16;
+				nv = realloc(v, cap * sizeof(*v));
+				if (!nv) {
+					closedir(fds);
+					closedir(proc);
+					free(v);
+					return -ENOMEM;
+				}
+				v = nv;
+			}
+			ci.vmpin = vm_pin(ci.pid);
+			v[n++] = ci;
+		}
+		closedir(fds);
+	}
+	closedir(proc);
+	*out = v;
+	*count = n;
+	return 0;
+}
+
+static int ctx_cmp(const void *a, const void *b)
+{
+	const struct ctx_info *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int show_contexts(bool nested)
+{
+	struct ctx_info *v = NULL;
+	size_t n = 0, i;
+	int ret;
+
+	ret = collect_contexts(&v, &n);
+	if (ret) {
+		err("contexts: /proc", ret);
 		return EXIT_REFUSED;
 	}
+	qsort(v, n, sizeof(*v), ctx_cmp);
 	if (json)
 		printf("%s\"contexts\": [", nested ? ", " : "{");
 	else
-		printf("%8s %8s %14s %10s %9s  %s\n", "pid", "watches", "pinned_bytes",
-		       "events", "overflows", "comm");
-	while (fgets(line, sizeof(line), f)) {
-		if (line[0] == '#') {
-			if (!json)
-				printf("%s", line);
-			continue;
-		}
-		if (sscanf(line, "%lld %lld %lld %lld %lld %63s", &pid, &w, &pin, &ev, &ov,
-			   comm) != 6)
-			continue;
+		printf("%8s %8s %6s %8s %14s %14s %14s %10s %9s  %s\n", "pid", "holder", "fd",
+		       "watches", "declared_pin", "mm_pinned", "vm_pin", "events",
+		       "overflows", "comm");
+	for (i = 0; i < n; i++) {
 		if (json) {
-			printf("%s{\"pid\": %lld, \"watches\": %lld, \"pinned_bytes\": %lld, "
-			       "\"events\": %lld, \"overflows\": %lld, \"comm\": ",
-			       first ? "" : ", ", pid, w, pin, ev, ov);
-			json_string(comm);
+			printf("%s{\"pid\": %lld, \"holder\": %ld, \"fd\": %ld, \"watches\": %lld, "
+			       "\"declared_pinned_bytes\": %lld, \"mm_pinned_bytes\": %lld, "
+			       "\"vm_pin_bytes\": %lld, \"events\": %lld, \"overflows\": %lld, "
+			       "\"comm\": ", i ? ", " : "", v[i].pid, v[i].holder, v[i].fd,
+			       v[i].watches, v[i].declared, v[i].mm_pinned, v[i].vmpin,
+			       v[i].events, v[i].overflows);
+			json_string(v[i].comm);
 			printf("}");
 		} else {
-			printf("%8lld %8lld %14lld %10lld %9lld  %s\n", pid, w, pin, ev, ov, comm);
+			printf("%8lld %8ld %6ld %8lld %14lld %14lld %14lld %10lld %9lld  %s\n",
+			       v[i].pid, v[i].holder, v[i].fd, v[i].watches, v[i].declared,
+			       v[i].mm_pinned, v[i].vmpin, v[i].events, v[i].overflows,
+			       v[i].comm);
 		}
-		first = false;
 	}
-	fclose(f);
+	free(v);
 	if (json)
 		printf(nested ? "]" : "]}\n");
 	return 0;
@@ -207,7 +357,7 @@ static int cmd_status(void)
 	ret = show_params(true);
 	if (!ret)
 		ret = show_counters();
-	if (!ret && geteuid() == 0)
+	if (!ret)
 		ret = show_contexts(true);
 	if (json)
 		printf("}\n");
@@ -284,6 +434,8 @@ int main(int argc, char **argv)
 
 	if (getenv("REGCACHECTL_SYSFS"))
 		sysfs = getenv("REGCACHECTL_SYSFS");
+	if (getenv("REGCACHECTL_PROC"))
+		procfs = getenv("REGCACHECTL_PROC");
 	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':

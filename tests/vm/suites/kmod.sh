@@ -2,6 +2,7 @@
 #
 # kmod: regcache.ko on this kernel.  Loads the module once per parameter
 # set a test needs (defaults; strict=1; ring_entries=16), runs the ABI,
+# semantics (FLUSH, status mapping, exec), huge page (THP, hugetlb),
 # invalidation, isolation, overflow, fuzz and stress programs, checks
 # regcachectl against the live module, that unload is refused while a
 # context exists and clean after, and runs the benchmark (results in
@@ -51,6 +52,8 @@ fi
 # --- defaults ---------------------------------------------------------
 rc_check "insmod regcache.ko ($RC_KVER)" load || exit 1
 rc_run "abi" "$T/test_kmod_abi"
+rc_run "sem" "$T/test_kmod_sem"
+rc_run "mm" "$T/test_kmod_mm"
 rc_run "inval" "$T/test_kmod_inval"
 rc_run "isolation" "$T/test_kmod_isolation"
 rc_run "overflow" "$T/test_kmod_overflow"
@@ -81,12 +84,13 @@ rc_check "regcachectl set rejects an unknown parameter (exit 2)" sh -c \
 
 # --- unload refused while a context exists ----------------------------
 exec 3</dev/regcache
-if grep -q "^$$ " /sys/class/misc/regcache/contexts; then
-	rc_ok "context list names the opener (pid $$)"
+if grep -q "^regcache-pid:	$$\$" /proc/$$/fdinfo/3; then
+	rc_ok "fdinfo names the opener (pid $$)"
 else
-	rc_fail "context list names the opener (pid $$)" "$(cat /sys/class/misc/regcache/contexts)"
+	rc_fail "fdinfo names the opener (pid $$)" "$(cat /proc/$$/fdinfo/3)"
 fi
-rc_check "regcachectl lists the context" sh -c "'$CTL' contexts | grep -q '^ *$$ '"
+rc_check "no multi-value contexts file in sysfs" test ! -e /sys/class/misc/regcache/contexts
+rc_check "regcachectl lists the context" sh -c "'$CTL' contexts | grep -q '^ *$$ *$$ *3 '"
 if rmmod regcache 2>/dev/null; then
 	rc_fail "rmmod refused while a context exists" "rmmod succeeded"
 	load

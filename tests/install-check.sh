@@ -160,8 +160,11 @@ if flags=$(PKG_CONFIG_PATH=$dest.pc pkg-config --cflags --libs librdmaxfer libre
 	if ${CC:-cc} -Wall -Werror -o "$dest/app" "$dest/app.c" $flags; then
 		out=$(LD_LIBRARY_PATH=$dest$libdir "$dest/app") ||
 			bad "the program built against the installed tree failed to run"
+		# the ABI version the source header declares
+		abi=$(sed -n 's/^#define REGCACHE_ABI_VERSION[[:space:]]*\([0-9]*\).*/\1/p' \
+			"$srcdir/include/regcache_uapi.h")
 		case $out in
-		?*'|3|1') ;;
+		?*"|3|$abi") ;;
 		*) bad "the installed library and headers answered '$out'";;
 		esac
 		# it must have run the installed libraries, not others

@@ -75,6 +75,7 @@ void regcache_status_sync(struct regcache_ctx *ctx)
 {
 	struct regcache_status *st = ctx->status;
 
+	/* slot words before the counts: pairs with the reader's acquire load of events_total */
 	smp_wmb();
 	WRITE_ONCE(st->flags, ctx->status_flags);
 	WRITE_ONCE(st->ring_entries, ctx->ring.entries);

@@ -55,9 +55,14 @@ cleanup()
 trap cleanup EXIT
 
 # The build's directory variables, fully expanded (make does it).
+# Run from make (make check-dkms, make -C BUILD ...): the flags make
+# exports (w: 'Entering directory' on stdout) reach every make below,
+# dkms's and configure's included, and pollute what they capture.
+unset MAKEFLAGS MFLAGS MAKELEVEL
+
 mkvar()
 {
-	make -s -C "$build" -f Makefile -f - print-var VAR="$1" <<'EOF'
+	make -s --no-print-directory -C "$build" -f Makefile -f - print-var VAR="$1" <<'EOF'
 print-var:
 	@echo '$($(VAR))'
 EOF
@@ -70,7 +75,7 @@ sbindir=$(mkvar sbindir)
 mandir=$(mkvar mandir)
 docdir=$(mkvar docdir)
 kver=$(mkvar LINUX_VERSION)
-moduledir=$(make -s -C "$build/kmod" -f Makefile -f - print-var VAR=moduledir <<'EOF'
+moduledir=$(make -s --no-print-directory -C "$build/kmod" -f Makefile -f - print-var VAR=moduledir <<'EOF'
 print-var:
 	@echo '$($(VAR))'
 EOF

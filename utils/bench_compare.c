@@ -401,11 +401,16 @@ static long iters_of(const struct bench_compare_cfg *c)
 	return n;
 }
 
-static void build_ours(const struct bench_compare_cfg *c, bool client,
-		       uint16_t port, struct argbuf *a)
+/*
+ * What both sides' command lines start with: the program, the device,
+ * port and GID, the size (or all sizes) and the iteration count, spelt
+ * the same by rdmaxfer-bench and perftest.
+ */
+static void build_common(const struct bench_compare_cfg *c, const char *prog,
+			 struct argbuf *a)
 {
 	a->n = 0;
-	arg_str(a, c->self);
+	arg_str(a, prog);
 	if (c->device) {
 		arg(a, "-d");
 		arg_str(a, c->device);
@@ -419,6 +424,12 @@ static void build_ours(const struct bench_compare_cfg *c, bool client,
 	else
 		arg(a, "-s%" PRIu64, c->size);
 	arg(a, "-n%ld", iters_of(c));
+}
+
+static void build_ours(const struct bench_compare_cfg *c, bool client,
+		       uint16_t port, struct argbuf *a)
+{
+	build_common(c, c->self, a);
 	if (!c->lat) {
 		arg(a, "-w%u", c->window);
 		arg(a, "--batch=%u", c->batch);
@@ -435,21 +446,7 @@ static void build_ours(const struct bench_compare_cfg *c, bool client,
 static void build_peer(const struct bench_compare_cfg *c, const char *path,
 		       bool client, uint16_t port, struct argbuf *a)
 {
-	a->n = 0;
-	arg_str(a, path);
-	if (c->device) {
-		arg(a, "-d");
-		arg_str(a, c->device);
-	}
-	if (c->ib_port)
-		arg(a, "-i%d", c->ib_port);
-	if (c->gid_index >= 0)
-		arg(a, "-x%d", c->gid_index);
-	if (c->all)
-		arg(a, "-a");
-	else
-		arg(a, "-s%" PRIu64, c->size);
-	arg(a, "-n%ld", iters_of(c));
+	build_common(c, path, a);
 	if (!c->lat) {
 		arg(a, "-t%u", c->window);
 		/* the same doorbells and CQEs as ours (see the top) */

@@ -32,17 +32,10 @@ command -v dkms >/dev/null 2>&1 || skip "dkms is not installed (apt-get install 
 [ -f "$build/kmod/regcache.ko" ] || skip "$build built no regcache.ko"
 [ -f "$build/dkms.conf" ] || skip "$build has no dkms.conf (configure it again)"
 
-# Run from make (make check-dkms, make -C BUILD ...): the flags make
-# exports (w: 'Entering directory' on stdout) reach every make below,
-# dkms's and configure's included, and pollute what they capture.
-unset MAKEFLAGS MFLAGS MAKELEVEL
-
+. "$(dirname "$0")/make-var.sh"
 mkvar()
 {
-	make -s --no-print-directory -C "$build" -f Makefile -f - print-var VAR="$1" <<'EOF'
-print-var:
-	@echo '$($(VAR))'
-EOF
+	make_var "$build" "$1"
 }
 kver=$(mkvar LINUX_VERSION)
 linux=$(mkvar LINUX_OBJ)

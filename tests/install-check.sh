@@ -55,17 +55,10 @@ cleanup()
 trap cleanup EXIT
 
 # The build's directory variables, fully expanded (make does it).
-# Run from make (make check-dkms, make -C BUILD ...): the flags make
-# exports (w: 'Entering directory' on stdout) reach every make below,
-# dkms's and configure's included, and pollute what they capture.
-unset MAKEFLAGS MFLAGS MAKELEVEL
-
+. "$(dirname "$0")/make-var.sh"
 mkvar()
 {
-	make -s --no-print-directory -C "$build" -f Makefile -f - print-var VAR="$1" <<'EOF'
-print-var:
-	@echo '$($(VAR))'
-EOF
+	make_var "$build" "$1"
 }
 prefix=$(mkvar prefix)
 libdir=$(mkvar libdir)
@@ -75,11 +68,7 @@ sbindir=$(mkvar sbindir)
 mandir=$(mkvar mandir)
 docdir=$(mkvar docdir)
 kver=$(mkvar LINUX_VERSION)
-moduledir=$(make -s --no-print-directory -C "$build/kmod" -f Makefile -f - print-var VAR=moduledir <<'EOF'
-print-var:
-	@echo '$($(VAR))'
-EOF
-)
+moduledir=$(make_var "$build/kmod" moduledir)
 has_kmod=no
 [ -f "$build/kmod/regcache.ko" ] && has_kmod=yes
 

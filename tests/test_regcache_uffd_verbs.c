@@ -40,6 +40,7 @@
 
 #include "regcache.h"
 #include "rc_test.h"
+#include "rc_verbs.h"
 
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE	25
@@ -78,44 +79,6 @@ static int v_dereg(void *user, void *h)
 	return -ibv_dereg_mr(h);
 }
 
-static int qp_connect(struct ibv_qp *q, uint32_t dest_qpn, union ibv_gid *gid,
-		      int gid_index)
-{
-	struct ibv_qp_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = ACC;
-	if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest_qpn;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *gid;
-	a.ah_attr.grh.sgid_index = gid_index;
-	a.ah_attr.grh.hop_limit = 1;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	return ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
-}
-
 static int setup(void)
 {
 	const char *want = getenv("RXE_DEV"), *gi = getenv("RXE_GID_INDEX");
@@ -151,8 +114,8 @@ static int setup(void)
 	qp[1] = ibv_create_qp(pd, &qa);
 	if (!qp[0] || !qp[1])
 		return -EIO;
-	if (qp_connect(qp[0], qp[1]->qp_num, &gid, gid_index) ||
-	    qp_connect(qp[1], qp[0]->qp_num, &gid, gid_index))
+	if (rc_qp_connect(qp[0], 1, qp[1]->qp_num, &gid, gid_index, ACC) ||
+	    rc_qp_connect(qp[1], 1, qp[0]->qp_num, &gid, gid_index, ACC))
 		return -EIO;
 	/* The source of every WRITE, big enough for the largest. */
 	src = aligned_alloc(psz, BIG);

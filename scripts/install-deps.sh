@@ -15,7 +15,7 @@ qemu-system-x86 busybox-static cpio kmod xz-utils zstd
 rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
 iproute2 debootstrap debian-archive-keyring util-linux
 ucx-utils gnuplot-nox
-dkms linux-source-6.1
+dkms linux-source-6.1 flex bison bc libelf-dev
 "
 # build: autotools, gcc, rdma-core/liburing/CUnit headers, the 6.1 kernel
 #   headers for regcache.ko, mandoc for the man page lint; g++ only for
@@ -29,6 +29,9 @@ dkms linux-source-6.1
 # install checks: dkms (tests/dkms-check.sh proves dkms.conf), and
 #   linux-source-6.1 for the kernel's scripts/checkpatch.pl, which Debian
 #   packages nowhere else (tests/checkpatch.sh extracts it; 139 MB).
+# debug kernel: linux-source-6.1 again, built with KASAN, lockdep and
+#   kmemleak by tests/vm/debug-kernel.sh; flex, bison, bc and libelf-dev
+#   are what its build needs beyond gcc and make.
 
 if [ "${1:-}" = --list ]; then
 	echo $packages

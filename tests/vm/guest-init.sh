@@ -94,6 +94,13 @@ export RXE_GID_INDEX RC_KVER=$(uname -r)
 echo "rc-guest: $RXE_DEV ACTIVE, $RXE_ADDR, RoCE v2 GID index $RXE_GID_INDEX"
 
 # --- the suite --------------------------------------------------------
+# A kmemleak kernel (the debug kernel): forget what boot and the rxe setup
+# left, so the scan after the suite reports only the suite's leaks.
+leak=/sys/kernel/debug/kmemleak
+if [ -w "$leak" ]; then
+	echo scan >"$leak" && echo clear >"$leak" ||
+		rc_setup_fail "kmemleak: cannot scan and clear $leak"
+fi
 echo "rc-harness: suite $RC_SUITE starts" >/dev/kmsg
 read -r t0 _ </proc/uptime
 echo "rc-guest: ===== suite $RC_SUITE ====="
@@ -107,5 +114,18 @@ echo "$rc" >"$RC_RUNDIR/suite-status"
 awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f\n", b - a }' >"$RC_RUNDIR/suite-seconds"
 # Let deferred work (rxe cleanup, module release) print before the scan.
 sleep 1
+if [ -w "$leak" ]; then
+	# kmemleak reports only objects older than 5 s, and an object is
+	# suspect only when two scans agree; its report lines ("unreferenced
+	# object ...") go after the kernel log, where run-vm.sh looks.
+	sleep 5
+	read -r k0 _ </proc/uptime
+	echo scan >"$leak"
+	echo scan >"$leak"
+	cat "$leak" >"$RC_RUNDIR/kmemleak.txt" 2>&1
+	read -r k1 _ </proc/uptime
+	echo "rc-guest: kmemleak: two scans in $(awk -v a="$k0" -v b="$k1" 'BEGIN { printf "%.1f", b - a }') s, $(grep -c '^unreferenced object' "$RC_RUNDIR/kmemleak.txt") suspected leaks"
+fi
 dmesg >"$RC_RUNDIR/dmesg.txt" 2>&1
+[ -s "$RC_RUNDIR/kmemleak.txt" ] && cat "$RC_RUNDIR/kmemleak.txt" >>"$RC_RUNDIR/dmesg.txt"
 rc_exit 0

@@ -41,7 +41,13 @@ mkdir -p "$kb"
 exec 9>"$kb/.lock"
 flock 9
 
-if [ -z "$KHDRS" ]; then
+if [ "$KAPT" = source ]; then
+	# The kernel built here (the debug kernel): its own object tree.
+	sh "$here/vm-kernel.sh" "$kernel" "$VM_CACHE" >/dev/null ||
+		die "the $kernel kernel is not built"
+	linux=$VM_CACHE/$KVER/build
+	kmake=make
+elif [ -z "$KHDRS" ]; then
 	linux=/usr/src/linux-headers-$KVER
 	[ -f "$linux/Makefile" ] || die "$linux missing (apt-get install linux-headers-$KVER)"
 	kmake=make

@@ -8,6 +8,8 @@
 #   KAPT       "host" (the host's own apt sources) or "trixie" (a separate
 #              apt configuration that never touches the host's packages)
 #   KCMDLINE   extra kernel command line
+# and, for a kernel built here from source (KAPT=source), KSRC (the
+# source tarball; tests/vm/debug-kernel.sh builds it).
 # New kernels are added here and nowhere else.
 
 rc_kernel_info()
@@ -39,8 +41,27 @@ rc_kernel_info()
 		KHDRS="linux-headers-$KVER linux-headers-7.3.4+deb13-common linux-kbuild-7.3.4+deb13"
 		KAPT=trixie
 		;;
+	debug)
+		# Debian 12's kernel source built here with KASAN, lockdep,
+		# DEBUG_ATOMIC_SLEEP and kmemleak (tests/vm/debug-kernel.sh), which
+		# Debian's own kernels lack: their "dmesg clean" cannot see a
+		# use-after-free, a lock inversion or a leak.
+		kv=$(dpkg-query -W -f='${Version}' linux-source-6.1 2>/dev/null)
+		KSRC=/usr/src/linux-source-6.1.tar.xz
+		if [ -z "$kv" ] || [ ! -f "$KSRC" ]; then
+			echo "no $KSRC: the debug kernel is built from it (apt-get install linux-source-6.1)" >&2
+			return 1
+		fi
+		KVER=${kv%-*}-rcdebug
+		# Everything runs 2-6x slower: a shorter stress (the kmod suite's
+		# knob); the fuzzer keeps its iterations, KASAN is what it is for.
+		KCMDLINE="$KCMDLINE kmod.stress=10"
+		KPKGS=
+		KHDRS=
+		KAPT=source
+		;;
 	*)
-		echo "unknown VM kernel '$1' (known: 6.1 7.3; see tests/vm/kernels.sh)" >&2
+		echo "unknown VM kernel '$1' (known: 6.1 7.3 debug; see tests/vm/kernels.sh)" >&2
 		return 1
 		;;
 	esac

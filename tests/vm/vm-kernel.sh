@@ -11,7 +11,8 @@
 # (its /init is a copy of initramfs-init.sh as it was then; each run
 # appends the tree's current one, see host-lib.sh's rc_guest_initrd).
 # The result lives in CACHE/KVER/ and is reused: a second run downloads
-# nothing.  Files: vmlinux, initrd.img, root/ (the unpacked packages),
+# nothing.  Files: vmlinux (bzImage for the debug kernel), initrd.img,
+# root/ (the unpacked packages),
 # moddir (path of the module tree), kver, ready.
 #
 # KERNEL 7.3 comes from trixie-backports through a separate apt
@@ -38,31 +39,6 @@ exec 9>"$kdir/.lock"
 flock 9
 [ -f "$kdir/ready" ] && exit 0
 
-# --- unpack -----------------------------------------------------------
-rc_download "$kdir/debs" $KPKGS
-rm -rf "$kdir/root"
-mkdir -p "$kdir/root"
-for deb in "$kdir"/debs/*.deb; do
-	dpkg-deb -x "$deb" "$kdir/root" || die "dpkg-deb -x $deb failed"
-done
-
-if [ -d "$kdir/root/lib/modules/$KVER" ]; then
-	modbase=$kdir/root
-elif [ -d "$kdir/root/usr/lib/modules/$KVER" ]; then
-	modbase=$kdir/root/usr
-else
-	die "no lib/modules/$KVER in $KPKGS"
-fi
-depmod -b "$modbase" "$KVER" || die "depmod failed"
-echo "$modbase/lib/modules/$KVER" >"$kdir/moddir"
-echo "$KVER" >"$kdir/kver"
-
-vmlinuz=
-for f in "$kdir/root/boot/vmlinuz-$KVER" "$modbase/lib/modules/$KVER/vmlinuz"; do
-	[ -f "$f" ] && vmlinuz=$f && break
-done
-[ -n "$vmlinuz" ] || die "no vmlinuz in $KPKGS"
-
 # --- vmlinux ----------------------------------------------------------
 # The bzImage carries the compressed ELF kernel after its setup code: try
 # each compressor's magic until the output is an ELF file.
@@ -84,7 +60,47 @@ rc_extract_vmlinux()
 	rm -f "$2.tmp"
 	return 1
 }
-rc_extract_vmlinux "$vmlinuz" "$kdir/vmlinux" || die "cannot extract an ELF vmlinux from $vmlinuz"
+
+# --- unpack -----------------------------------------------------------
+# Debian's packages: unpacked, depmod'ed, the ELF vmlinux extracted.
+rc_unpack_debian()
+{
+	rc_download "$kdir/debs" $KPKGS
+	rm -rf "$kdir/root"
+	mkdir -p "$kdir/root"
+	for deb in "$kdir"/debs/*.deb; do
+		dpkg-deb -x "$deb" "$kdir/root" || die "dpkg-deb -x $deb failed"
+	done
+
+	if [ -d "$kdir/root/lib/modules/$KVER" ]; then
+		modbase=$kdir/root
+	elif [ -d "$kdir/root/usr/lib/modules/$KVER" ]; then
+		modbase=$kdir/root/usr
+	else
+		die "no lib/modules/$KVER in $KPKGS"
+	fi
+	depmod -b "$modbase" "$KVER" || die "depmod failed"
+
+	vmlinuz=
+	for f in "$kdir/root/boot/vmlinuz-$KVER" "$modbase/lib/modules/$KVER/vmlinuz"; do
+		[ -f "$f" ] && vmlinuz=$f && break
+	done
+	[ -n "$vmlinuz" ] || die "no vmlinuz in $KPKGS"
+	rc_extract_vmlinux "$vmlinuz" "$kdir/vmlinux" ||
+		die "cannot extract an ELF vmlinux from $vmlinuz"
+}
+
+if [ "$KAPT" = source ]; then
+	# Built here from source (the debug kernel): a bzImage, every driver
+	# built in, so the initramfs loads no module.
+	sh "$srcdir/debug-kernel.sh" "$KSRC" "$srcdir/debug-kernel.config" \
+		"$KVER" "$kdir" || die "building the debug kernel failed"
+	modbase=$kdir/root
+else
+	rc_unpack_debian
+fi
+echo "$modbase/lib/modules/$KVER" >"$kdir/moddir"
+echo "$KVER" >"$kdir/kver"
 
 # --- initramfs --------------------------------------------------------
 busybox=$(command -v busybox || true)
@@ -103,6 +119,7 @@ chmod 755 "$ird/init"
 # Module load order from modprobe; busybox insmod wants plain .ko files.
 : >"$ird/modules.list"
 for m in virtio_pci virtio_net 9p 9pnet_virtio; do
+	[ "$KAPT" = source ] && continue
 	modprobe -d "$modbase" -S "$KVER" --show-depends "$m" ||
 		die "modprobe --show-depends $m failed"
 done | awk '$1 == "insmod" {
@@ -120,7 +137,8 @@ while read -r ko; do
 	esac
 	echo "$name" >>"$ird/modules.list"
 done <"$kdir/initramfs.modules"
-[ -s "$ird/modules.list" ] || die "no initramfs modules found"
+[ -s "$ird/modules.list" ] || [ "$KAPT" = source ] ||
+	die "no initramfs modules found"
 
 (cd "$ird" && find . | cpio -o -H newc --quiet) >"$kdir/initrd.img.tmp" ||
 	die "cpio failed"

@@ -19,6 +19,12 @@
 T=$RC_BUILDDIR/tests
 R=${RC_RESULTS:-/tmp}
 
+# On the debug kernel (KASAN, lockdep, kmemleak; tests/vm/README.md) only
+# the programs that drive regcache.ko run: the userfaultfd-monitor ones
+# and the benchmarks run on 6.1 and 7.3, and add nothing there but time.
+full() { [ "$RC_KERNEL" != debug ]; }
+full || echo "# debug kernel: the kmod-monitor programs only"
+
 if [ ! -f "$RC_KMOD" ]; then
 	rc_fail "insmod regcache.ko" "$RC_KMOD not built"
 	exit 1
@@ -29,21 +35,21 @@ while [ ! -c /dev/regcache ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 
 rc_run "unit kmod" env RC_TEST_MONITOR=kmod "$T/test_regcache"
 rc_run "exact kmod" env RC_TEST_MONITOR=kmod "$T/test_regcache_exact"
-rc_run "exact uffd" env RC_TEST_MONITOR=uffd "$T/test_regcache_exact"
+full && rc_run "exact uffd" env RC_TEST_MONITOR=uffd "$T/test_regcache_exact"
 rc_run "battery kmod" env RC_TEST_MONITOR=kmod \
 	RC_BATTERY_OUT="$R/battery.txt" "$T/test_regcache_monitor"
-rc_run "battery uffd" env RC_TEST_MONITOR=uffd \
+full && rc_run "battery uffd" env RC_TEST_MONITOR=uffd \
 	RC_BATTERY_OUT="$R/battery.txt" "$T/test_regcache_monitor"
 # fork, raw clone, thread exit, failing membarrier: kmod is the monitor
 # whose status page a child does not have.
 rc_run "fork kmod" env RC_TEST_MONITOR=kmod timeout 300 "$T/test_regcache_fork"
-rc_run "fork uffd" env RC_TEST_MONITOR=uffd timeout 300 "$T/test_regcache_fork"
+full && rc_run "fork uffd" env RC_TEST_MONITOR=uffd timeout 300 "$T/test_regcache_fork"
 rc_run "verbs e2e" env RXE_DEV="$RXE_DEV" RXE_GID_INDEX="$RXE_GID_INDEX" \
 	timeout 300 "$T/test_regcache_verbs"
 # What a miss registers: growth inside the VMA (PROCMAP_QUERY on 7.3, the
 # text of /proc/self/maps on 6.1), evict-and-retry, a churning neighbour.
 rc_run "growth kmod" env RC_TEST_MONITOR=kmod timeout 300 "$T/test_regcache_growth"
-rc_run "growth uffd" env RC_TEST_MONITOR=uffd timeout 300 "$T/test_regcache_growth"
+full && rc_run "growth uffd" env RC_TEST_MONITOR=uffd timeout 300 "$T/test_regcache_growth"
 # ibv_reg_mr next to guards and other mappings: nothing outside pinned.
 rc_run "pin kmod" env RXE_DEV="$RXE_DEV" RC_TEST_MONITOR=kmod \
 	timeout 300 "$T/test_regcache_pin" pin
@@ -54,25 +60,27 @@ rc_run "memlock 1 MiB kmod" sh -c "ulimit -l 1024 && exec setpriv \
 	--inh-caps=-ipc_lock --bounding-set=-ipc_lock env RXE_DEV='$RXE_DEV' \
 	RC_TEST_MONITOR=kmod timeout 300 '$T/test_regcache_pin' memlock"
 
-# The uffd monitor: host unit tests on this kernel (6.1 has no
-# PROCMAP_QUERY), then end to end on rxe.
-rc_run "uffd" timeout 300 "$T/test_regcache_uffd"
-rc_run "uffd verbs" env RXE_DEV="$RXE_DEV" RXE_GID_INDEX="$RXE_GID_INDEX" \
-	timeout 400 "$T/test_regcache_uffd_verbs"
-# The missing-mode fallback (kernels without write-protect mode): the
-# populate before the watch keeps never-touched memory registrable.
-rc_run "uffd verbs missing" env REGCACHE_UFFD_MODE=missing \
-	RXE_DEV="$RXE_DEV" RXE_GID_INDEX="$RXE_GID_INDEX" \
-	timeout 400 "$T/test_regcache_uffd_verbs" uffd-verbs/memfd_punch_write \
-	uffd-verbs/untouched_pinned uffd-verbs/two_caches_write
+if full; then
+	# The uffd monitor: host unit tests on this kernel (6.1 has no
+	# PROCMAP_QUERY), then end to end on rxe.
+	rc_run "uffd" timeout 300 "$T/test_regcache_uffd"
+	rc_run "uffd verbs" env RXE_DEV="$RXE_DEV" RXE_GID_INDEX="$RXE_GID_INDEX" \
+		timeout 400 "$T/test_regcache_uffd_verbs"
+	# The missing-mode fallback (kernels without write-protect mode): the
+	# populate before the watch keeps never-touched memory registrable.
+	rc_run "uffd verbs missing" env REGCACHE_UFFD_MODE=missing \
+		RXE_DEV="$RXE_DEV" RXE_GID_INDEX="$RXE_GID_INDEX" \
+		timeout 400 "$T/test_regcache_uffd_verbs" uffd-verbs/memfd_punch_write \
+		uffd-verbs/untouched_pinned uffd-verbs/two_caches_write
 
-rc_run "uffd agents" env RXE_DEV="$RXE_DEV" \
-	timeout 300 "$T/test_rdmaxfer_uffd_agents"
+	rc_run "uffd agents" env RXE_DEV="$RXE_DEV" \
+		timeout 300 "$T/test_rdmaxfer_uffd_agents"
 
-# Benchmarks: not pass/fail; a point only says that they ran.
-if [ -x "$T/bench_regcache" ]; then
-	rc_check "bench (rxe, monitors)" sh -c "timeout 400 '$T/bench_regcache' --vm \
-		--dev '$RXE_DEV' >'$R/bench.txt' 2>&1; st=\$?; cat '$R/bench.txt'; exit \$st"
+	# Benchmarks: not pass/fail; a point only says that they ran.
+	if [ -x "$T/bench_regcache" ]; then
+		rc_check "bench (rxe, monitors)" sh -c "timeout 400 '$T/bench_regcache' --vm \
+			--dev '$RXE_DEV' >'$R/bench.txt' 2>&1; st=\$?; cat '$R/bench.txt'; exit \$st"
+	fi
 fi
 
 rc_check "rmmod regcache" rmmod regcache

@@ -73,7 +73,12 @@ struct regcache_status {
 #define REGCACHE_STATUS_SLOT_OFFSET(i) \
 	(sizeof(struct regcache_status) + (i) * sizeof(__u64))
 
-/* REGCACHE_IOC_GET_INFO: the ABI-version query; valid before anything else. */
+/*
+ * REGCACHE_IOC_GET_INFO: the ABI-version query; valid before anything
+ * else.  It allocates nothing: max_watches and status_size describe the
+ * status area as it is, or as the first mmap or WATCH will allocate it
+ * (a later CONFIGURE can still change them).
+ */
 struct regcache_info {
 	__u32 abi_version;	/* out: REGCACHE_ABI_VERSION */
 	__u32 flags;		/* in: must be 0 */

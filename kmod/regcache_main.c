@@ -4,17 +4,19 @@
  * device and its sysfs attributes.
  *
  * Parameters are writable at runtime; each takes effect where that is
- * safe: max_watches, ring_entries and strict at the next CONFIGURE or
- * the first use of a context that never configured (the status area and
- * the ring of a live context never change size under a mapping; strict
- * is the default of CONFIGURE's per-context choice), max_pinned_bytes and
- * max_user_watches at the next WATCH, max_user_contexts at the next
- * open().  Lowering a limit takes nothing away that is already held.
+ * safe: max_watches, ring_entries and strict for contexts opened
+ * afterwards and at the next CONFIGURE that leaves them 0 (the status
+ * area and the ring of a live context never change size under a mapping;
+ * strict is the default of CONFIGURE's per-context choice),
+ * max_pinned_bytes and max_user_watches at the next WATCH,
+ * max_user_contexts at the next open().  Lowering a limit takes nothing
+ * away that is already held.
  *
  * /sys/class/misc/regcache/ holds the global counters, one value per
  * file; all but abi_version are readable by root only, since they count
- * every user's activity.  The per-context view is each fd's /proc/PID/fdinfo/FD
- * (regcache_ctx.c), readable only by those who may inspect the holder.
+ * every user's activity.  The per-context view is each fd's
+ * /proc/PID/fdinfo/FD (regcache_ctx.c), readable only by those who may
+ * inspect the holder.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 

@@ -92,7 +92,7 @@ struct regcache_info {
 };
 
 /* struct regcache_config.strict */
-#define REGCACHE_STRICT_DEFAULT	0	/* the module parameter 'strict' at open */
+#define REGCACHE_STRICT_DEFAULT	0	/* the module parameter 'strict' now */
 #define REGCACHE_STRICT_ON	1	/* every notifier event invalidates */
 #define REGCACHE_STRICT_OFF	2	/* protection and soft-dirty events do not */
 

@@ -16,7 +16,9 @@
  * Rules: members are __u32/__u64 only, pointers travel as __u64, every
  * flags and reserved field must be zero (-EINVAL otherwise), enumerations
  * reserve 0 so an uninitialised field is caught.  The ABI is extended by
- * adding commands, never by reinterpreting fields.  The header is plain
+ * adding commands, or by giving a reserved field (which had to be zero) a
+ * meaning whose zero keeps the old behaviour; never by reinterpreting a
+ * field in use.  The header is plain
  * C89 and C++ (tests/test_kmod_uapi.sh compiles it both ways): no
  * flexible array member, no 'long long' literals, no trailing commas in
  * enumerations; the sizes below are checked with BUILD_BUG_ON in the
@@ -71,7 +73,12 @@ struct regcache_status {
 #define REGCACHE_STATUS_SLOT_OFFSET(i) \
 	(sizeof(struct regcache_status) + (i) * sizeof(__u64))
 
-/* REGCACHE_IOC_GET_INFO: the ABI-version query; valid before anything else. */
+/*
+ * REGCACHE_IOC_GET_INFO: the ABI-version query; valid before anything
+ * else.  It allocates nothing: max_watches and status_size describe the
+ * status area as it is, or as the first mmap or WATCH will allocate it
+ * (a later CONFIGURE can still change them).
+ */
 struct regcache_info {
 	__u32 abi_version;	/* out: REGCACHE_ABI_VERSION */
 	__u32 flags;		/* in: must be 0 */
@@ -85,20 +92,27 @@ struct regcache_info {
 };
 
 /* struct regcache_config.strict */
-#define REGCACHE_STRICT_DEFAULT	0	/* the module parameter 'strict' at open */
+#define REGCACHE_STRICT_DEFAULT	0	/* the module parameter 'strict' now */
 #define REGCACHE_STRICT_ON	1	/* every notifier event invalidates */
 #define REGCACHE_STRICT_OFF	2	/* protection and soft-dirty events do not */
 
 /*
  * REGCACHE_IOC_CONFIGURE: per-context settings.  Only before the first
- * successful WATCH and before the status area is mapped (-EBUSY after).
- * Zero keeps the module parameter's value.
+ * successful WATCH and before the status area is mapped (-EBUSY after);
+ * may be repeated until then, the last call wins.  Zero takes the module
+ * parameter's current value.  max_watches sizes the status area (slots);
+ * the module parameter max_watches is also its cap (-EINVAL above it).
+ * The area is allocated at the first mmap, WATCH or WATCH_BATCH, not at
+ * open() or CONFIGURE, so a context that never configures gets the
+ * module's max_watches of the time of open().  GET_INFO reports the size
+ * the area has or will have.  (max_watches was reserved0, which ABI 2
+ * required to be 0: old callers get the default, as before.)
  */
 struct regcache_config {
 	__u32 ring_entries;	/* in: event ring capacity */
 	__u32 flags;		/* in: must be 0 */
 	__u32 strict;		/* in: REGCACHE_STRICT_* */
-	__u32 reserved0;
+	__u32 max_watches;	/* in: status slots, 0 = the module parameter */
 	__u64 reserved[2];
 };
 

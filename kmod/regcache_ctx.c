@@ -47,48 +47,113 @@ static size_t regcache_status_size(u32 max_watches)
 	return PAGE_ALIGN(sizeof(struct regcache_status) + (size_t)max_watches * sizeof(__u64));
 }
 
-/*
- * The status area: zeroed pages charged to the opener's memory cgroup
- * (anyone may open /dev/regcache, so its half-megabyte per descriptor
- * must count against the opener, as io_uring's rings do), mapped
- * contiguously into the kernel with vmap and into the process with
- * vm_insert_pages.
- */
-static int regcache_status_alloc(struct regcache_ctx *ctx)
-{
-	unsigned int i, n = ctx->status_size >> PAGE_SHIFT;
+/* A status area not (yet) installed in a context. */
+struct regcache_status_area {
+	struct regcache_status *status;
+	struct page **pages;
+	unsigned int npages;
+};
 
-	ctx->status_pages = kvcalloc(n, sizeof(*ctx->status_pages), GFP_KERNEL_ACCOUNT);
-	if (!ctx->status_pages)
+/*
+ * The status area: zeroed pages charged to the caller's memory cgroup
+ * (anyone may open /dev/regcache, so its up to 8 MiB per context must
+ * count against the user, as io_uring's rings do), mapped contiguously
+ * into the kernel with vmap and into the process with vm_insert_pages.
+ */
+static int regcache_status_alloc(struct regcache_status_area *a, size_t size)
+{
+	unsigned int i, n = size >> PAGE_SHIFT;
+
+	a->pages = kvcalloc(n, sizeof(*a->pages), GFP_KERNEL_ACCOUNT);
+	if (!a->pages)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		ctx->status_pages[i] = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
-		if (!ctx->status_pages[i])
+		a->pages[i] = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+		if (!a->pages[i])
 			goto free_pages;
 	}
-	ctx->status = vmap(ctx->status_pages, n, VM_MAP, PAGE_KERNEL);
-	if (!ctx->status)
+	a->status = vmap(a->pages, n, VM_MAP, PAGE_KERNEL);
+	if (!a->status)
 		goto free_pages;
-	ctx->status_npages = n;
-	ctx->slots = (u64 *)(ctx->status + 1);
+	a->npages = n;
 	return 0;
 
 free_pages:
 	while (i--)
-		__free_page(ctx->status_pages[i]);
-	kvfree(ctx->status_pages);
+		__free_page(a->pages[i]);
+	kvfree(a->pages);
 	return -ENOMEM;
 }
 
 /* Pages still mapped by a process keep their own reference. */
-static void regcache_status_free(struct regcache_ctx *ctx)
+static void regcache_status_free(struct regcache_status_area *a)
 {
 	unsigned int i;
 
-	vunmap(ctx->status);
-	for (i = 0; i < ctx->status_npages; i++)
-		__free_page(ctx->status_pages[i]);
-	kvfree(ctx->status_pages);
+	if (!a->status)
+		return;
+	vunmap(a->status);
+	for (i = 0; i < a->npages; i++)
+		__free_page(a->pages[i]);
+	kvfree(a->pages);
+}
+
+/* Take the context's area out (caller holds ctx->lock; not frozen, or the last user). */
+static void regcache_status_take(struct regcache_ctx *ctx, struct regcache_status_area *a)
+{
+	a->status = ctx->status;
+	a->pages = ctx->status_pages;
+	a->npages = ctx->status_npages;
+	ctx->status = NULL;
+	ctx->slots = NULL;
+	ctx->status_pages = NULL;
+	ctx->status_npages = 0;
+}
+
+/*
+ * Give the context its status area at the size it has now, unless it has
+ * one: the first mmap, WATCH or WATCH_BATCH calls this, so a context that
+ * is opened and never used costs no more than its ring, and one that
+ * CONFIGUREs a size gets that size.  May sleep; the caller holds no
+ * spinlock (mmap holds mmap_lock, WATCH ctx->mutex: both are fine to
+ * allocate under).  A CONFIGURE racing with mmap may change the size
+ * between the allocation and the install: then allocate again.
+ */
+int regcache_status_ensure(struct regcache_ctx *ctx)
+{
+	struct regcache_status_area a;
+	size_t size;
+	u32 watches;
+	int ret;
+
+	for (;;) {
+		spin_lock(&ctx->lock);
+		size = ctx->status_size;
+		watches = ctx->max_watches;
+		ret = ctx->status ? 1 : 0;
+		spin_unlock(&ctx->lock);
+		if (ret)
+			return 0;
+
+		ret = regcache_status_alloc(&a, size);
+		if (ret)
+			return ret;
+		a.status->abi_version = REGCACHE_ABI_VERSION;
+		a.status->max_watches = watches;
+
+		spin_lock(&ctx->lock);
+		if (!ctx->status && ctx->status_size == size) {
+			ctx->status = a.status;
+			ctx->slots = (u64 *)(a.status + 1);
+			ctx->status_pages = a.pages;
+			ctx->status_npages = a.npages;
+			regcache_status_sync(ctx);
+			a.status = NULL;
+		}
+		spin_unlock(&ctx->lock);
+		/* Lost a race: another caller installed one, or the size changed. */
+		regcache_status_free(&a);
+	}
 }
 
 static int regcache_open(struct inode *inode, struct file *file)
@@ -106,6 +171,11 @@ static int regcache_open(struct inode *inode, struct file *file)
 	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL_ACCOUNT);
 	if (!ctx)
 		return -ENOMEM;
+	ctx->user = regcache_user_get();
+	if (IS_ERR(ctx->user)) {
+		ret = PTR_ERR(ctx->user);
+		goto free_ctx;
+	}
 	mutex_init(&ctx->mutex);
 	mutex_init(&ctx->read_mutex);
 	spin_lock_init(&ctx->lock);
@@ -116,17 +186,12 @@ static int regcache_open(struct inode *inode, struct file *file)
 	get_task_comm(ctx->comm, current);
 	ctx->strict = READ_ONCE(regcache_strict);
 
+	/* The status area comes later, at this size or CONFIGURE's. */
 	ctx->max_watches = READ_ONCE(regcache_max_watches);
 	ctx->status_size = regcache_status_size(ctx->max_watches);
-	ret = regcache_status_alloc(ctx);
-	if (ret)
-		goto free_ctx;
 	ret = regcache_ring_alloc(&ctx->ring, READ_ONCE(regcache_ring_entries));
 	if (ret)
-		goto free_status;
-	ctx->status->abi_version = REGCACHE_ABI_VERSION;
-	ctx->status->max_watches = ctx->max_watches;
-	regcache_status_sync(ctx);
+		goto put_user;
 
 	mmgrab(current->mm);
 	ctx->mm = current->mm;
@@ -135,8 +200,8 @@ static int regcache_open(struct inode *inode, struct file *file)
 	atomic_inc(&regcache_stats.contexts);
 	return 0;
 
-free_status:
-	regcache_status_free(ctx);
+put_user:
+	regcache_user_put(ctx->user);
 free_ctx:
 	kfree(ctx);
 	return ret;
@@ -145,6 +210,7 @@ free_ctx:
 static int regcache_release(struct inode *inode, struct file *file)
 {
 	struct regcache_ctx *ctx = file->private_data;
+	struct regcache_status_area a;
 
 	mutex_lock(&ctx->mutex);
 	regcache_unwatch_all(ctx);
@@ -153,7 +219,11 @@ static int regcache_release(struct inode *inode, struct file *file)
 
 	atomic_dec(&regcache_stats.contexts);
 	regcache_ring_free(&ctx->ring);
-	regcache_status_free(ctx);
+	spin_lock(&ctx->lock);
+	regcache_status_take(ctx, &a);
+	spin_unlock(&ctx->lock);
+	regcache_status_free(&a);
+	regcache_user_put(ctx->user);
 	mmdrop(ctx->mm);
 	kfree(ctx);
 	return 0;
@@ -169,12 +239,13 @@ static int regcache_ioc_get_info(struct regcache_ctx *ctx, void __user *uarg)
 	if (info.flags || memchr_inv(info.reserved, 0, sizeof(info.reserved)))
 		return -EINVAL;
 	info.abi_version = REGCACHE_ABI_VERSION;
-	info.max_watches = ctx->max_watches;
+	/* The size the area has, or will have when first used: no allocation here. */
 	spin_lock(&ctx->lock);
+	info.max_watches = ctx->max_watches;
+	info.status_size = ctx->status_size;
 	info.ring_entries = ctx->ring.entries;
 	info.strict = ctx->strict;
 	spin_unlock(&ctx->lock);
-	info.status_size = ctx->status_size;
 	info.max_pinned_bytes = READ_ONCE(regcache_max_pinned_bytes);
 	info.event_size = sizeof(struct regcache_event);
 	if (copy_to_user(uarg, &info, sizeof(info)))
@@ -186,16 +257,22 @@ static int regcache_ioc_configure(struct regcache_ctx *ctx, void __user *uarg)
 {
 	struct regcache_config cfg;
 	struct regcache_ring ring, old;
-	u32 entries;
+	struct regcache_status_area area = { NULL };
+	u32 entries, watches, cap;
 	bool strict;
 	int ret;
 
 	if (copy_from_user(&cfg, uarg, sizeof(cfg)))
 		return -EFAULT;
-	if (cfg.flags || cfg.reserved0 || memchr_inv(cfg.reserved, 0, sizeof(cfg.reserved)))
+	if (cfg.flags || memchr_inv(cfg.reserved, 0, sizeof(cfg.reserved)))
 		return -EINVAL;
 	entries = cfg.ring_entries ? cfg.ring_entries : READ_ONCE(regcache_ring_entries);
 	if (entries > REGCACHE_RING_LIMIT)
+		return -EINVAL;
+	/* The module parameter is both the default and the cap. */
+	cap = READ_ONCE(regcache_max_watches);
+	watches = cfg.max_watches ? cfg.max_watches : cap;
+	if (watches > cap)
 		return -EINVAL;
 	switch (cfg.strict) {
 	case REGCACHE_STRICT_DEFAULT:
@@ -230,9 +307,19 @@ static int regcache_ioc_configure(struct regcache_ctx *ctx, void __user *uarg)
 	old = ctx->ring;
 	ctx->ring = ring;
 	ctx->strict = strict;
+	if (watches != ctx->max_watches) {
+		/*
+		 * Not frozen, so not mapped and no watch lives (a failed WATCH
+		 * may have allocated one): drop it, the next use allocates.
+		 */
+		regcache_status_take(ctx, &area);
+		ctx->max_watches = watches;
+		ctx->status_size = regcache_status_size(watches);
+	}
 	regcache_status_sync(ctx);
 	spin_unlock(&ctx->lock);
 	regcache_ring_free(&old);
+	regcache_status_free(&area);
 unlock:
 	mutex_unlock(&ctx->mutex);
 	return ret;
@@ -534,17 +621,30 @@ static const struct vm_operations_struct regcache_status_vm_ops = {
 static int regcache_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct regcache_ctx *ctx = file->private_data;
-	unsigned long num = ctx->status_npages;
+	unsigned long num;
 	int ret;
 
 	if (!regcache_ctx_is_owner(ctx, vma->vm_mm))
 		return -EIO;
 	if (vma->vm_flags & (VM_WRITE | VM_EXEC))
 		return -EPERM;
-	if (vma->vm_pgoff || vma->vm_end - vma->vm_start != ctx->status_size)
+	if (vma->vm_pgoff || !(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
-	if (!(vma->vm_flags & VM_SHARED))
+	ret = regcache_status_ensure(ctx);
+	if (ret)
+		return ret;
+	/*
+	 * Freeze before the pages go in: from here CONFIGURE cannot swap the
+	 * area out from under the mapping.  A wrong length freezes nothing.
+	 */
+	spin_lock(&ctx->lock);
+	if (vma->vm_end - vma->vm_start != ctx->status_size) {
+		spin_unlock(&ctx->lock);
 		return -EINVAL;
+	}
+	ctx->frozen = true;
+	spin_unlock(&ctx->lock);
+	num = ctx->status_npages;
 
 #ifdef HAVE_VM_FLAGS_SET
 	vm_flags_clear(vma, VM_MAYWRITE | VM_MAYEXEC);
@@ -560,14 +660,7 @@ static int regcache_mmap(struct file *file, struct vm_area_struct *vma)
 	 * (-ENOMEM for a page table) fails the mmap; pages left over without
 	 * one are mapped by regcache_status_fault() on first access.
 	 */
-	ret = vm_insert_pages(vma, vma->vm_start, ctx->status_pages, &num);
-	if (ret)
-		return ret;
-
-	spin_lock(&ctx->lock);
-	ctx->frozen = true;
-	spin_unlock(&ctx->lock);
-	return 0;
+	return vm_insert_pages(vma, vma->vm_start, ctx->status_pages, &num);
 }
 
 /*
@@ -583,12 +676,15 @@ static void regcache_show_fdinfo(struct seq_file *m, struct file *file)
 	struct regcache_ctx *ctx = file->private_data;
 	char comm[TASK_COMM_LEN];
 	u64 pinned, events, overflows, mm_pinned;
-	u32 watches, pending, entries;
+	u32 watches, max_watches, pending, entries;
+	size_t status_bytes;
 	bool strict;
 	int i;
 
 	spin_lock(&ctx->lock);
 	watches = ctx->nr_watches;
+	max_watches = ctx->max_watches;
+	status_bytes = (size_t)ctx->status_npages << PAGE_SHIFT;
 	pinned = ctx->pinned_bytes;
 	events = ctx->events_total;
 	pending = ctx->ring.count;
@@ -609,7 +705,9 @@ static void regcache_show_fdinfo(struct seq_file *m, struct file *file)
 	seq_printf(m, "regcache-pid:\t%d\n", ctx->tgid);
 	seq_printf(m, "regcache-comm:\t%s\n", comm);
 	seq_printf(m, "regcache-watches:\t%u\n", watches);
-	seq_printf(m, "regcache-max-watches:\t%u\n", ctx->max_watches);
+	seq_printf(m, "regcache-max-watches:\t%u\n", max_watches);
+	/* 0 until the first mmap, WATCH or WATCH_BATCH allocates the area. */
+	seq_printf(m, "regcache-status-bytes:\t%zu\n", status_bytes);
 	seq_printf(m, "regcache-declared-pinned-bytes:\t%llu\n", pinned);
 	seq_printf(m, "regcache-mm-pinned-bytes:\t%llu\n", mm_pinned);
 	seq_printf(m, "regcache-events:\t%llu\n", events);

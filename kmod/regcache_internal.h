@@ -3,10 +3,11 @@
  * regcache_internal.h - shared declarations of regcache.ko.
  *
  * One struct regcache_ctx per open() of /dev/regcache, bound to the
- * opener's mm.  A context owns a vmap'd status area (the page-aligned
- * struct regcache_status and its slot words, which the process maps
- * read-only), an xarray of watched ranges indexed by slot, and a
- * preallocated event ring.
+ * opener's mm and charged to the opener's user (regcache_user.c).  A
+ * context owns a vmap'd status area (the page-aligned struct
+ * regcache_status and its slot words, which the process maps read-only),
+ * allocated when first needed at the size CONFIGURE chose, an xarray of
+ * watched ranges indexed by slot, and a preallocated event ring.
  *
  * Locking, outermost first:
  *   ctx->mutex      WATCH / UNWATCH / CONFIGURE / teardown; may sleep,
@@ -14,9 +15,12 @@
  *                   ->mmap runs under mmap_lock and so never takes it)
  *   ctx->read_mutex one reader at a time (read(), FLUSH)
  *   ctx->lock       spinlock: slot words, range state, the ring and the
- *                   status header.  The only lock the MMU notifier takes,
+ *                   status header, which status area is installed and
+ *                   its size.  The only lock the MMU notifier takes,
  *                   so an invalidation never sleeps and never waits for
  *                   anything that could sleep.
+ *   regcache_users_lock  spinlock, innermost, never nested with ctx->lock
+ *                   (regcache_user.c)
  */
 #ifndef REGCACHE_INTERNAL_H
 #define REGCACHE_INTERNAL_H
@@ -35,12 +39,16 @@
 /* Hard bounds of the module parameters and of CONFIGURE. */
 #define REGCACHE_WATCHES_LIMIT	(1U << 20)
 #define REGCACHE_RING_LIMIT	(1U << 20)
+#define REGCACHE_USER_CONTEXTS_LIMIT	(1U << 20)
+#define REGCACHE_USER_WATCHES_LIMIT	(1U << 30)
 
 /* Module parameters (regcache_main.c); read with READ_ONCE. */
 extern unsigned int regcache_max_watches;
 extern unsigned int regcache_ring_entries;
 extern unsigned long long regcache_max_pinned_bytes;
 extern bool regcache_strict;
+extern unsigned int regcache_max_user_contexts;
+extern unsigned int regcache_max_user_watches;
 
 /* Module-wide counters, shown in sysfs. */
 struct regcache_global_stats {
@@ -86,8 +94,11 @@ struct regcache_range {
 	u32 state;		/* enum regcache_range_state, under ctx->lock */
 };
 
+struct regcache_user;
+
 struct regcache_ctx {
 	struct mm_struct *mm;		/* mmgrab'd: identity, never used after exit */
+	struct regcache_user *user;	/* euid at open: charged for it and its watches */
 	u64 id;				/* unique per module load, for fdinfo */
 	pid_t tgid;
 	char comm[TASK_COMM_LEN];
@@ -98,12 +109,18 @@ struct regcache_ctx {
 	wait_queue_head_t wait;
 
 	struct xarray ranges;		/* slot -> struct regcache_range */
+	/*
+	 * The status area: NULL until the first mmap, WATCH or WATCH_BATCH
+	 * (regcache_status_ensure), installed under ctx->lock, fixed once
+	 * frozen.  max_watches and status_size are what it has or will have;
+	 * CONFIGURE changes them (under ctx->mutex and ctx->lock) until frozen.
+	 */
 	struct regcache_status *status;	/* vmap of status_pages, status_size bytes */
 	u64 *slots;			/* the slot words, right after *status */
 	struct page **status_pages;
 	unsigned int status_npages;
 	size_t status_size;
-	u32 max_watches;		/* slots[] entries, fixed at open */
+	u32 max_watches;		/* slots[] entries */
 	struct regcache_ring ring;
 	bool frozen;			/* a WATCH succeeded or mmap happened: no CONFIGURE */
 	bool strict;			/* every notifier event invalidates; fixed once frozen */
@@ -122,6 +139,14 @@ struct regcache_ctx {
 
 /* regcache_ctx.c */
 extern const struct file_operations regcache_fops;
+int regcache_status_ensure(struct regcache_ctx *ctx);
+
+/* regcache_user.c */
+struct regcache_user *regcache_user_get(void);
+void regcache_user_put(struct regcache_user *u);
+int regcache_user_charge_watch(struct regcache_user *u);
+void regcache_user_uncharge_watch(struct regcache_user *u);
+void regcache_users_exit(void);
 
 /* regcache_watch.c */
 int regcache_watch(struct regcache_ctx *ctx, struct regcache_watch *w);

@@ -5,13 +5,18 @@
  *
  * Parameters are writable at runtime; each takes effect where that is
  * safe: max_watches, ring_entries and strict for contexts opened
- * afterwards (the status area and the ring of a live context never change
- * size under a mapping; strict is the default of CONFIGURE's per-context
- * choice), max_pinned_bytes at the next WATCH.
+ * afterwards and at the next CONFIGURE that leaves them 0 (the status
+ * area and the ring of a live context never change size under a mapping;
+ * strict is the default of CONFIGURE's per-context choice),
+ * max_pinned_bytes and max_user_watches at the next WATCH,
+ * max_user_contexts at the next open().  Lowering a limit takes nothing
+ * away that is already held.
  *
  * /sys/class/misc/regcache/ holds the global counters, one value per
- * file.  The per-context view is each fd's /proc/PID/fdinfo/FD
- * (regcache_ctx.c), readable only by those who may inspect the holder.
+ * file; all but abi_version are readable by root only, since they count
+ * every user's activity.  The per-context view is each fd's
+ * /proc/PID/fdinfo/FD (regcache_ctx.c), readable only by those who may
+ * inspect the holder.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -26,6 +31,8 @@ unsigned int regcache_max_watches = 65536;
 unsigned int regcache_ring_entries = 1024;
 unsigned long long regcache_max_pinned_bytes;
 bool regcache_strict;
+unsigned int regcache_max_user_contexts = 128;
+unsigned int regcache_max_user_watches = 1048576;
 struct regcache_global_stats regcache_stats;
 
 static int regcache_param_set_bounded(const char *val, const struct kernel_param *kp,
@@ -53,6 +60,26 @@ static int regcache_param_set_ring(const char *val, const struct kernel_param *k
 	return regcache_param_set_bounded(val, kp, REGCACHE_RING_LIMIT);
 }
 
+static int regcache_param_set_user_contexts(const char *val, const struct kernel_param *kp)
+{
+	return regcache_param_set_bounded(val, kp, REGCACHE_USER_CONTEXTS_LIMIT);
+}
+
+static int regcache_param_set_user_watches(const char *val, const struct kernel_param *kp)
+{
+	return regcache_param_set_bounded(val, kp, REGCACHE_USER_WATCHES_LIMIT);
+}
+
+static const struct kernel_param_ops regcache_user_contexts_ops = {
+	.set = regcache_param_set_user_contexts,
+	.get = param_get_uint,
+};
+
+static const struct kernel_param_ops regcache_user_watches_ops = {
+	.set = regcache_param_set_user_watches,
+	.get = param_get_uint,
+};
+
 static const struct kernel_param_ops regcache_watches_ops = {
 	.set = regcache_param_set_watches,
 	.get = param_get_uint,
@@ -64,21 +91,26 @@ static const struct kernel_param_ops regcache_ring_ops = {
 };
 
 module_param_cb(max_watches, &regcache_watches_ops, &regcache_max_watches, 0644);
-MODULE_PARM_DESC(max_watches, "Watches (status slots) per context, 1..1048576; new contexts (default 65536)");
+MODULE_PARM_DESC(max_watches, "Default and cap of CONFIGURE's watches (status slots) per context, 1..1048576 (default 65536)");
 module_param_cb(ring_entries, &regcache_ring_ops, &regcache_ring_entries, 0644);
 MODULE_PARM_DESC(ring_entries, "Default event ring capacity per context, 1..1048576; new contexts (default 1024)");
 module_param_named(max_pinned_bytes, regcache_max_pinned_bytes, ullong, 0644);
 MODULE_PARM_DESC(max_pinned_bytes, "Cap on pinned bytes per context, 0 = none (default 0)");
+module_param_cb(max_user_contexts, &regcache_user_contexts_ops, &regcache_max_user_contexts, 0644);
+MODULE_PARM_DESC(max_user_contexts, "Open contexts per user (euid), 1..1048576; open() beyond it fails with EMFILE (default 128)");
+module_param_cb(max_user_watches, &regcache_user_watches_ops, &regcache_max_user_watches, 0644);
+MODULE_PARM_DESC(max_user_watches, "Watches per user over all their contexts, 1..1073741824; WATCH beyond it fails with ENOSPC (default 1048576)");
 module_param_named(strict, regcache_strict, bool, 0644);
 MODULE_PARM_DESC(strict, "Default of CONFIGURE's strict choice for new contexts: invalidate on every notifier event, including mprotect and fork write-protect (default 0)");
 
+/* Activity counters: root only (0400), they tell of every user's contexts. */
 #define REGCACHE_STAT_ATTR(name, expr)						\
 static ssize_t name##_show(struct device *dev, struct device_attribute *attr,	\
 			   char *buf)						\
 {										\
 	return sysfs_emit(buf, "%lld\n", (long long)(expr));			\
 }										\
-static DEVICE_ATTR_RO(name)
+static DEVICE_ATTR_ADMIN_RO(name)
 
 REGCACHE_STAT_ATTR(nr_contexts, atomic_read(&regcache_stats.contexts));
 REGCACHE_STAT_ATTR(watches, atomic64_read(&regcache_stats.watches));
@@ -158,6 +190,7 @@ static void __exit regcache_exit(void)
 	 * their context in release().
 	 */
 	misc_deregister(&regcache_misc);
+	regcache_users_exit();
 }
 
 module_init(regcache_init);

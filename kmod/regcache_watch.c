@@ -188,10 +188,18 @@ int regcache_watch(struct regcache_ctx *ctx, struct regcache_watch *w)
 	if (cap && (ctx->pinned_bytes + w->pinned_bytes > cap ||
 		    ctx->pinned_bytes + w->pinned_bytes < ctx->pinned_bytes))
 		return -ENOSPC;
+	ret = regcache_status_ensure(ctx);
+	if (ret)
+		return ret;
+	ret = regcache_user_charge_watch(ctx->user);
+	if (ret)
+		return ret;
 
 	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
-	if (!r)
-		return -ENOMEM;
+	if (!r) {
+		ret = -ENOMEM;
+		goto uncharge;
+	}
 	r->ctx = ctx;
 	r->addr = w->addr;
 	r->len = w->len;
@@ -270,6 +278,8 @@ release_slot:
 	regcache_slot_release(ctx, slot);
 free_range:
 	kfree(r);
+uncharge:
+	regcache_user_uncharge_watch(ctx->user);
 	return ret;
 }
 
@@ -286,6 +296,7 @@ static void regcache_range_destroy(struct regcache_ctx *ctx, struct regcache_ran
 	spin_unlock(&ctx->lock);
 	atomic64_dec(&regcache_stats.watches);
 	atomic64_sub(r->pinned_bytes, &regcache_stats.pinned_bytes);
+	regcache_user_uncharge_watch(ctx->user);
 
 	regcache_slot_release(ctx, r->slot);
 	kfree(r);

@@ -86,9 +86,10 @@ static void test_configure(void)
 	cfg.reserved[1] = 1;
 	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_CONFIGURE, &cfg) == -EINVAL);
 	cfg.reserved[1] = 0;
-	cfg.reserved0 = 1;
+	/* max_watches (was reserved0): the module parameter is the cap */
+	cfg.max_watches = (uint32_t)kt_param("max_watches") + 1;
 	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_CONFIGURE, &cfg) == -EINVAL);
-	cfg.reserved0 = 0;
+	cfg.max_watches = 0;
 	cfg.strict = 3;
 	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_CONFIGURE, &cfg) == -EINVAL);
 	cfg.strict = 0;

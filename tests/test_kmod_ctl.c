@@ -6,11 +6,13 @@
  * regcachectl only reads and writes sysfs and reads /proc/PID/fdinfo, so
  * REGCACHECTL_SYSFS and REGCACHECTL_PROC pointed at a temporary tree
  * check its output formats, its JSON, its exit codes (0 / 1 refused /
- * 2 usage / 3 not loaded), its parameter writes, and that a context seen
- * through several fds (fork, SCM_RIGHTS) is listed once, without the
- * module.  The guest suite runs it against the real module.
+ * 2 usage / 3 not loaded), its parameter writes, that a context seen
+ * through several fds (fork, SCM_RIGHTS) is listed once, and that a user
+ * who may not read the root-only counters (mode 0400 in the fake tree
+ * too) gets their own contexts and a note instead, without the module.  The guest suite runs it against the real module.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,16 +57,23 @@ static void get(const char *rel, char *buf, size_t len)
 	fclose(f);
 }
 
-/* Run regcachectl ARGS with the fake root; stdout+stderr in out[]; exit status returned. */
-static int ctl(const char *args)
+/*
+ * Run regcachectl ARGS with the fake root, as a user who may not read the
+ * root-only counters if as_user (root reads any file: then setpriv to
+ * nobody); stdout+stderr in out[]; exit status returned.
+ */
+static int ctl_as(bool as_user, const char *args)
 {
+	const char *prefix = "";
 	char cmd[1024];
 	size_t n;
 	FILE *p;
 	int st;
 
-	snprintf(cmd, sizeof(cmd), "REGCACHECTL_SYSFS=%s REGCACHECTL_PROC=%s/proc %s %s 2>&1",
-		 root, root, REGCACHECTL_PATH, args);
+	if (as_user && geteuid() == 0)
+		prefix = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+	snprintf(cmd, sizeof(cmd), "REGCACHECTL_SYSFS=%s REGCACHECTL_PROC=%s/proc %s%s %s 2>&1",
+		 root, root, prefix, REGCACHECTL_PATH, args);
 	p = popen(cmd, "r");
 	if (!p)
 		return -1;
@@ -72,6 +81,11 @@ static int ctl(const char *args)
 	out[n] = '\0';
 	st = pclose(p);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int ctl(const char *args)
+{
+	return ctl_as(false, args);
 }
 
 static int make_tree(void)
@@ -83,7 +97,7 @@ static int make_tree(void)
 			       "proc/303", "proc/303/fdinfo", "proc/self", "proc/self/fdinfo" };
 	size_t i;
 
-	if (!mkdtemp(root))
+	if (!mkdtemp(root) || chmod(root, 0755))
 		return -1;
 	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", root, dirs[i]);
@@ -101,6 +115,8 @@ static int make_tree(void)
 	put("class/misc/regcache/events_total", "3\n");
 	put("class/misc/regcache/overflows", "0\n");
 	put("class/misc/regcache/foreign_mm", "1\n");
+	put("module/regcache/parameters/max_user_contexts", "128\n");
+	put("module/regcache/parameters/max_user_watches", "1048576\n");
 	/* 101 owns a context on fd 3 and has a pipe on fd 0 */
 	put("proc/101/fdinfo/0", "pos:\t0\nflags:\t02\nmnt_id:\t13\nino:\t55\n");
 	put("proc/101/fdinfo/3", "pos:\t0\nflags:\t02000002\nmnt_id:\t5\nino:\t9\n"
@@ -130,6 +146,40 @@ static int cleanup_tree(void)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+/* The activity counters as the module makes them: root only. */
+static void restrict_counters(void)
+{
+	static const char *const c[] = { "nr_contexts", "watches", "pinned_bytes",
+					 "events_total", "overflows", "foreign_mm" };
+	char path[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		snprintf(path, sizeof(path), "%s/class/misc/regcache/%s", root, c[i]);
+		CU_ASSERT(chmod(path, 0400) == 0);
+	}
+}
+
+static void test_user(void)
+{
+	if (geteuid() == 0 && access("/usr/bin/setpriv", X_OK)) {
+		rc_skip("runs as root and setpriv(1) is absent: cannot become a user");
+		return;
+	}
+	restrict_counters();
+	CU_ASSERT(ctl_as(true, "") == 0);
+	CU_ASSERT(strstr(out, "abi_version        1") != NULL);
+	CU_ASSERT(strstr(out, "watches            7") == NULL);
+	CU_ASSERT(strstr(out, "the global counters are readable by root only") != NULL);
+	CU_ASSERT(strstr(out, "     101      101      3        4") != NULL);
+	CU_ASSERT(ctl_as(true, "--json") == 0);
+	CU_ASSERT(strstr(out, "\"counters\": {\"abi_version\": 1}, \"counters_need_root\": true, "
+			 "\"contexts\": [{\"pid\": 101") != NULL);
+	/* root still reads them all */
+	CU_ASSERT(ctl("--json") == 0);
+	CU_ASSERT(strstr(out, "\"watches\": 7") != NULL && strstr(out, "need_root") == NULL);
+}
+
 static void test_status(void)
 {
 	CU_ASSERT(ctl("") == 0);
@@ -144,7 +194,8 @@ static void test_json(void)
 {
 	CU_ASSERT(ctl("--json") == 0);
 	CU_ASSERT(strstr(out, "{\"loaded\": true, \"parameters\": {\"max_watches\": 65536, "
-			 "\"ring_entries\": 1024, \"max_pinned_bytes\": 0, \"strict\": 0}") == out);
+			 "\"ring_entries\": 1024, \"max_pinned_bytes\": 0, \"strict\": 0, \"max_user_contexts\": 128, "
+			 "\"max_user_watches\": 1048576}") == out);
 	CU_ASSERT(strstr(out, "\"pinned_bytes\": 8192") != NULL);
 	CU_ASSERT(strstr(out, "{\"pid\": 101, \"holder\": 101, \"fd\": 3, \"watches\": 4, "
 			 "\"declared_pinned_bytes\": 4096, \"mm_pinned_bytes\": 8192, "
@@ -152,7 +203,8 @@ static void test_json(void)
 			 "\"comm\": \"app\\\"one\"}") != NULL);
 	CU_ASSERT(ctl("--json params") == 0);
 	CU_ASSERT(strcmp(out, "{\"max_watches\": 65536, \"ring_entries\": 1024, "
-			 "\"max_pinned_bytes\": 0, \"strict\": 0}\n") == 0);
+			 "\"max_pinned_bytes\": 0, \"strict\": 0, \"max_user_contexts\": 128, "
+			 "\"max_user_watches\": 1048576}\n") == 0);
 }
 
 static void test_contexts(void)
@@ -228,6 +280,7 @@ int main(int argc, char **argv)
 		{ "contexts", test_contexts },
 		{ "set", test_set },
 		{ "not_loaded", test_not_loaded },
+		{ "user_counters_need_root", test_user },
 		{ NULL, NULL },
 	};
 

@@ -4,7 +4,8 @@
  *
  * Parameters and global counters come from sysfs (the module parameters
  * under /sys/module/regcache/parameters/, the counters on the misc device,
- * /sys/class/misc/regcache/, one value per file).  Contexts come from
+ * /sys/class/misc/regcache/, one value per file; all counters but
+ * abi_version are readable by root only, and a user is told so).  Contexts come from
  * /proc/PID/fdinfo/FD of every fd that is a regcache context: the kernel
  * shows those only to whoever may inspect the holder (the owner, root),
  * so a user lists their own contexts and root lists all.  No ioctl is
@@ -35,6 +36,7 @@ static bool json;
 
 static const char *const params[] = {
 	"max_watches", "ring_entries", "max_pinned_bytes", "strict",
+	"max_user_contexts", "max_user_watches",
 };
 static const char *const counters[] = {
 	"abi_version", "nr_contexts", "watches", "pinned_bytes", "events_total",
@@ -109,10 +111,17 @@ static int show_params(bool nested)
 	return 0;
 }
 
+/*
+ * The activity counters are root-only (0400: they count every user's
+ * contexts); abi_version is for everyone.  A user gets what is readable
+ * and a note that the rest needs root, not an error: their own contexts
+ * follow from fdinfo.
+ */
 static int show_counters(void)
 {
+	bool need_root = false;
 	char v[128];
-	size_t i;
+	size_t i, shown = 0;
 	int ret;
 
 	if (json)
@@ -121,17 +130,24 @@ static int show_counters(void)
 		printf("counters:\n");
 	for (i = 0; i < ARRAY_SIZE(counters); i++) {
 		ret = read_value("class/misc/regcache", counters[i], v, sizeof(v));
+		if (ret == -EACCES && i) {
+			need_root = true;
+			continue;
+		}
 		if (ret) {
 			err(counters[i], ret);
 			return EXIT_REFUSED;
 		}
 		if (json)
-			printf("%s\"%s\": %s", i ? ", " : "", counters[i], v);
+			printf("%s\"%s\": %s", shown ? ", " : "", counters[i], v);
 		else
 			printf("  %-18s %s\n", counters[i], v);
+		shown++;
 	}
 	if (json)
-		printf("}");
+		printf(need_root ? "}, \"counters_need_root\": true" : "}");
+	else if (need_root)
+		printf("  (the global counters are readable by root only; run as root to see them)\n");
 	return 0;
 }
 

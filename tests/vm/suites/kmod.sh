@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
 # kmod: regcache.ko on this kernel.  Loads the module once per parameter
-# set a test needs (defaults; strict=1; ring_entries=16), runs the ABI,
+# set a test needs (defaults; strict=1; ring_entries=16; small per-user
+# limits for the limits program and regcachectl as a user), runs the ABI,
 # semantics (FLUSH, status mapping, exec), huge page (THP, hugetlb),
 # invalidation, isolation, overflow, fuzz and stress programs, checks
 # regcachectl against the live module, that unload is refused while a
@@ -111,6 +112,27 @@ fi
 if rc_check "insmod ring_entries=16" load ring_entries=16; then
 	rc_run "overflow ring_entries=16" "$T/test_kmod_overflow"
 	unload "rmmod after ring_entries=16"
+fi
+
+# --- per-user limits, the status area sized at CONFIGURE, root-only counters
+# As uid 60001 with a context of its own: regcachectl lists it (fdinfo) and
+# says the global counters need root instead of failing.
+user_ctl()
+{
+	out=$(setpriv --reuid=60001 --regid=60001 --clear-groups sh -c \
+		"exec 3</dev/regcache; '$CTL'; echo rc=\$?; '$CTL' --json" 2>&1)
+	echo "$out"
+	echo "$out" | grep -q '^rc=0$' &&
+		echo "$out" | grep -q 'global counters are readable by root only' &&
+		echo "$out" | grep -q '^ *[0-9][0-9]* *[0-9][0-9]* *3 ' &&
+		echo "$out" | grep -q '"counters": {"abi_version": 2}, "counters_need_root": true'
+}
+if rc_check "insmod max_user_contexts=4 max_user_watches=64" \
+	load max_user_contexts=4 max_user_watches=64; then
+	rc_run "limits" "$T/test_kmod_limits"
+	rc_check "regcachectl as a user: own context, counters need root" user_ctl
+	# module exit WARNs (dmesg) if any user's entry were left behind
+	unload "rmmod after limits"
 fi
 
 # --- stress and benchmark ---------------------------------------------

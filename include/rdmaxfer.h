@@ -647,6 +647,9 @@ enum rdmaxfer_dmabuf_policy {
 
 /* struct rdmaxfer_dmabuf_attr.flags */
 #define RDMAXFER_DMABUF_BACKING	(1U << 0)	/* backing_fd is set */
+/* when no mapping can be registered: a host copy of the region, made
+ * coherent with the dma-buf by rdmaxfer_dmabuf_sync() (not zero-copy) */
+#define RDMAXFER_DMABUF_STAGE	(1U << 1)
 
 /* What to register (all fields not named are zero). */
 struct rdmaxfer_dmabuf_attr {
@@ -673,6 +676,7 @@ enum rdmaxfer_dmabuf_path {
 	RDMAXFER_DMABUF_PATH_DEVICE = 1,	/* ibv_reg_dmabuf_mr() */
 	RDMAXFER_DMABUF_PATH_MAP = 2,	/* the dma-buf's CPU mapping, pinned */
 	RDMAXFER_DMABUF_PATH_BACKING = 3,	/* the backing file's, pinned */
+	RDMAXFER_DMABUF_PATH_STAGED = 4,	/* a host copy (_STAGE) */
 };
 
 #define RDMAXFER_DMABUF_MSG_MAX	256
@@ -729,7 +733,10 @@ int rdmaxfer_agent_dmabuf_caps(struct rdmaxfer_agent *agent,
 #define RDMAXFER_DMABUF_SYNC_END	(1U << 2)
 
 /* DMA_BUF_IOCTL_SYNC on the region's dma-buf: begin (no _END) or end CPU
- * access with READ and/or WRITE.  -EINVAL (not dma-buf, bad flags). */
+ * access with READ and/or WRITE.  On the staged path a begin with READ
+ * first copies the host copy into the dma-buf, an end with WRITE then
+ * copies the dma-buf into the host copy.  -EINVAL (not dma-buf, bad
+ * flags). */
 int rdmaxfer_dmabuf_sync(const struct rdmaxfer_mem *mem, uint32_t flags);
 
 #ifdef __cplusplus

@@ -23,6 +23,14 @@
  *    file instead and register its mapping: the same pages, reachable by
  *    GUP.  The caller vouches that the file really backs the dma-buf;
  *    only sizes are checked.
+ * 4. staged (RDMAXFER_DMABUF_STAGE, when 2 and 3 fail or 3 is not
+ *    offered): a pinned anonymous copy of the region is registered, and
+ *    rdmaxfer_dmabuf_sync() is the coherence point: a begin with READ
+ *    copies the copy into the dma-buf (what peers wrote becomes visible
+ *    to the CPU), an end with WRITE copies the dma-buf into the copy
+ *    (what the CPU wrote becomes visible to peers).  Not zero-copy; the
+ *    one way to reach an exporter like vgem, whose mapping is VM_PFNMAP
+ *    and whose pages have no file userspace can map.
  * The handle keeps a dup of the dma-buf fd (for DMA_BUF_IOCTL_SYNC, and
  * so the caller may close its own fd at once) and the mapping; both go at
  * rdmaxfer_mem_deregister(), after the MR.
@@ -70,6 +78,9 @@ struct rx_dmabuf {
 	struct ibv_mr *mr;		/* device path */
 	void *map;			/* mapping paths: what we mmap'ed */
 	size_t map_len;
+	uint8_t *view;			/* staged: the region in map */
+	uint8_t *stage;			/* staged: the registered copy */
+	size_t stage_len;
 	struct rdmaxfer_dmabuf_info info;
 };
 
@@ -163,7 +174,7 @@ static int check_attr(const struct rdmaxfer_agent *agent,
 	int pol = (int)a->policy;
 
 	if ((a->access & ~RDMAXFER_ACCESS_REMOTE) || !a->len ||
-	    (a->flags & ~RDMAXFER_DMABUF_BACKING) ||
+	    (a->flags & ~(RDMAXFER_DMABUF_BACKING | RDMAXFER_DMABUF_STAGE)) ||
 	    a->policy > RDMAXFER_DMABUF_OFF || a->reserved32 ||
 	    a->reserved[0] || a->reserved[1] ||
 	    (!(a->flags & RDMAXFER_DMABUF_BACKING) && a->backing_offset))
@@ -216,6 +227,19 @@ static int reg_device(struct rdmaxfer_agent *agent,
 }
 
 /*
+ * Where to map bytes at off of a file: a dma-buf always from its start,
+ * because some exporters ignore the mapping's offset (the DRM GEM shmem
+ * helpers of Linux 6.1, vgem's, fault page (address - vm_start) in, so a
+ * mapping at offset 4096 shows page 0); any other file from off's page.
+ */
+static uint64_t map_offset(uint64_t off, bool dmabuf)
+{
+	size_t psz = (size_t)sysconf(_SC_PAGESIZE);
+
+	return dmabuf ? 0 : off & ~(uint64_t)(psz - 1);
+}
+
+/*
  * Paths 2 and 3: map [off, off + len) of fd and register the mapping as
  * an exact, never-kept cache entry (see the security note above).
  */
@@ -224,7 +248,7 @@ static int reg_mapping(struct rdmaxfer_agent *agent, int fd, uint64_t off,
 		       struct rx_dmabuf *d, struct rdmaxfer_mem **memp)
 {
 	size_t psz = (size_t)sysconf(_SC_PAGESIZE);
-	uint64_t moff = off & ~(uint64_t)(psz - 1);
+	uint64_t moff = map_offset(off, fd == d->fd);
 	size_t in = (size_t)(off - moff);
 	size_t mlen = (in + a->len + psz - 1) & ~(psz - 1);
 	unsigned int flags = REGCACHE_GET_EXACT | REGCACHE_GET_NOKEEP;
@@ -246,6 +270,81 @@ static int reg_mapping(struct rdmaxfer_agent *agent, int fd, uint64_t off,
 	d->info.addr = (uintptr_t)(p + in);
 	d->info.cpu = p + in;
 	return 0;
+}
+
+static int dmabuf_ioctl_sync(int fd, uint64_t flags)
+{
+	struct dma_buf_sync s = { .flags = flags };
+	int ret;
+
+	do {
+		ret = ioctl(fd, DMA_BUF_IOCTL_SYNC, &s);
+	} while (ret && (errno == EINTR || errno == EAGAIN));
+	return ret ? -errno : 0;
+}
+
+/* Staged path: copy between the dma-buf and the copy, inside a sync. */
+static int stage_copy(struct rx_dmabuf *d, bool to_dmabuf)
+{
+	uint64_t dir = to_dmabuf ? DMA_BUF_SYNC_WRITE : DMA_BUF_SYNC_READ;
+	int ret;
+
+	ret = dmabuf_ioctl_sync(d->fd, DMA_BUF_SYNC_START | dir);
+	if (ret)
+		return ret;
+	if (to_dmabuf)
+		memcpy(d->view, d->stage, d->info.len);
+	else
+		memcpy(d->stage, d->view, d->info.len);
+	return dmabuf_ioctl_sync(d->fd, DMA_BUF_SYNC_END | dir);
+}
+
+/* Path 4: map the dma-buf for the CPU only; register a copy. */
+static int reg_staged(struct rdmaxfer_agent *agent,
+		      const struct rdmaxfer_dmabuf_attr *a,
+		      struct rx_dmabuf *d, struct rdmaxfer_mem **memp)
+{
+	size_t psz = (size_t)sysconf(_SC_PAGESIZE);
+	uint64_t moff = map_offset(a->offset, true);
+	size_t in = (size_t)(a->offset - moff);
+	size_t mlen = (in + a->len + psz - 1) & ~(psz - 1);
+	unsigned int flags = REGCACHE_GET_EXACT | REGCACHE_GET_NOKEEP;
+	size_t slen = (a->len + psz - 1) & ~(psz - 1);
+	uint8_t *p, *s;
+	int ret;
+
+	p = mmap(NULL, mlen, PROT_READ | PROT_WRITE, MAP_SHARED, d->fd,
+		 (off_t)moff);
+	if (p == MAP_FAILED)
+		return -errno;
+	s = mmap(NULL, slen, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (s == MAP_FAILED) {
+		ret = -errno;
+		goto unmap_p;
+	}
+	d->view = p + in;
+	d->stage = s;
+	ret = stage_copy(d, false);
+	if (ret)
+		goto unmap_s;
+	ret = rx_mem_register(agent, agent->cache, s, a->len,
+			      RDMAXFER_MEM_DMABUF, a->access, flags, memp);
+	if (ret)
+		goto unmap_s;
+	d->map = p;
+	d->map_len = mlen;
+	d->stage_len = slen;
+	d->info.addr = (uintptr_t)s;
+	d->info.cpu = s;
+	return 0;
+
+unmap_s:
+	munmap(s, slen);
+	d->view = d->stage = NULL;
+unmap_p:
+	munmap(p, mlen);
+	return ret;
 }
 
 RX_EXPORT
@@ -302,27 +401,40 @@ int rdmaxfer_mem_register_dmabuf(struct rdmaxfer_agent *agent,
 		goto fallback;
 	}
 	d->info.map_err = ret;
-	if (!(attr->flags & RDMAXFER_DMABUF_BACKING)) {
-		/* a mapping GUP cannot pin (VM_PFNMAP) or none at all */
-		if (ret == -EFAULT || ret == -EINVAL || ret == -ENODEV ||
-		    refusal(ret))
-			ret = -EOPNOTSUPP;
-		goto close_fd;
+	if (attr->flags & RDMAXFER_DMABUF_BACKING) {
+		ret = reg_mapping(agent, attr->backing_fd,
+				  attr->backing_offset + attr->offset, attr, d,
+				  &mem);
+		if (!ret) {
+			d->info.path = RDMAXFER_DMABUF_PATH_BACKING;
+			goto fallback;
+		}
 	}
-	ret = reg_mapping(agent, attr->backing_fd,
-			  attr->backing_offset + attr->offset, attr, d, &mem);
-	if (ret)
-		goto close_fd;
-	d->info.path = RDMAXFER_DMABUF_PATH_BACKING;
+	if (attr->flags & RDMAXFER_DMABUF_STAGE) {
+		ret = reg_staged(agent, attr, d, &mem);
+		if (!ret) {
+			d->info.path = RDMAXFER_DMABUF_PATH_STAGED;
+			goto fallback;
+		}
+	}
+	/* a mapping GUP cannot pin (VM_PFNMAP) or none at all */
+	if (ret == -EFAULT || ret == -EINVAL || ret == -ENODEV ||
+	    refusal(ret))
+		ret = -EOPNOTSUPP;
+	goto close_fd;
+
 fallback:
 	snprintf(d->info.msg, sizeof(d->info.msg),
-		 "%s: %s%s; registered the %s's CPU mapping as host memory",
-		 dev, policy == RDMAXFER_DMABUF_OFF ? "policy off" :
+		 "%s: %s%s; registered %s as host memory", dev,
+		 policy == RDMAXFER_DMABUF_OFF ? "policy off" :
 		 "ibv_reg_dmabuf_mr refused: ",
 		 policy == RDMAXFER_DMABUF_OFF ? "" :
 		 strerror(-d->info.device_err),
-		 d->info.path == RDMAXFER_DMABUF_PATH_MAP ? "dma-buf" :
-		 "backing file");
+		 d->info.path == RDMAXFER_DMABUF_PATH_MAP ?
+		 "the dma-buf's CPU mapping" :
+		 d->info.path == RDMAXFER_DMABUF_PATH_BACKING ?
+		 "the backing file's CPU mapping" :
+		 "a staged copy (the dma-buf's mapping cannot be pinned)");
 done:
 	mem->agent = agent;
 	mem->len = attr->len;
@@ -346,6 +458,8 @@ void rx_dmabuf_release(struct rdmaxfer_mem *mem)
 
 	if (d->mr)
 		ibv_dereg_mr(d->mr);
+	if (d->stage)
+		munmap(d->stage, d->stage_len);
 	if (d->map)
 		munmap(d->map, d->map_len);
 	close(d->fd);
@@ -366,14 +480,21 @@ int rdmaxfer_mem_dmabuf_query(const struct rdmaxfer_mem *mem,
 RX_EXPORT
 int rdmaxfer_dmabuf_sync(const struct rdmaxfer_mem *mem, uint32_t flags)
 {
-	struct dma_buf_sync s = { .flags = flags };
+	struct rx_dmabuf *d;
+	bool end = flags & RDMAXFER_DMABUF_SYNC_END;
 	int ret;
 
 	if (!mem || !mem->dmabuf || (flags & ~DMABUF_SYNC_FLAGS) ||
 	    !(flags & (RDMAXFER_DMABUF_SYNC_READ | RDMAXFER_DMABUF_SYNC_WRITE)))
 		return -EINVAL;
-	do {
-		ret = ioctl(mem->dmabuf->fd, DMA_BUF_IOCTL_SYNC, &s);
-	} while (ret && (errno == EINTR || errno == EAGAIN));
-	return ret ? -errno : 0;
+	d = mem->dmabuf;
+	if (d->stage && !end && (flags & RDMAXFER_DMABUF_SYNC_READ)) {
+		ret = stage_copy(d, true);
+		if (ret)
+			return ret;
+	}
+	ret = dmabuf_ioctl_sync(d->fd, flags);
+	if (!ret && d->stage && end && (flags & RDMAXFER_DMABUF_SYNC_WRITE))
+		ret = stage_copy(d, false);
+	return ret;
 }

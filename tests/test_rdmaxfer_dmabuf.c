@@ -4,13 +4,15 @@
  * librdmaxfer, client and server agents over loopback RoCE ($RXE_ADDR).
  *
  * The dma-buf is a real one: udmabuf (/dev/udmabuf, from a sealed memfd)
- * where the kernel has it, else a vgem dumb buffer exported with PRIME;
- * the program skips (77) when neither exists.  The device path is probed
- * and, on a device that refuses dma-buf MRs (rxe), policy on must fail
- * with -EOPNOTSUPP while auto and off fall back to the CPU mapping (of the
- * dma-buf, or of the udmabuf's memfd where the dma-buf's mapping cannot
- * be pinned).  Every transfer is checked byte by byte through a mapping
- * of the dma-buf itself, the exporter's view, inside DMA_BUF_IOCTL_SYNC:
+ * where the kernel has it, else a vgem dumb buffer exported with PRIME
+ * ($RDMAXFER_TEST_EXPORTER=udmabuf or vgem picks one); the program skips
+ * (77) when there is none.  The device path is probed and, on a device
+ * that refuses dma-buf MRs (rxe), policy on must fail with -EOPNOTSUPP
+ * while auto and off fall back: to the dma-buf's CPU mapping, to the
+ * udmabuf's memfd where that mapping cannot be pinned (VM_PFNMAP), or to
+ * the staged copy (vgem, or when asked for).  Every transfer is checked
+ * byte by byte through a mapping of the dma-buf itself, the exporter's
+ * view, inside rdmaxfer_dmabuf_sync() (DMA_BUF_IOCTL_SYNC):
  * a peer's RDMA WRITE into it, a peer's RDMA READ out of it, and the
  * region as the local buffer of this side's own WRITE.  The rkey reaches
  * exactly the region (one byte past it is refused) and dies at
@@ -28,7 +30,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <linux/dma-buf.h>
 #include <linux/udmabuf.h>
 
 #define WAIT_MS 20000
@@ -123,17 +124,25 @@ static int open_vgem(void)
 	return -ENODEV;
 }
 
+/* udmabuf, else vgem; $RDMAXFER_TEST_EXPORTER names one of them */
 static int pick_exporter(void)
 {
+	const char *want = getenv("RDMAXFER_TEST_EXPORTER");
 	int fd, memfd;
 
+	if (want && !strcmp(want, "vgem")) {
+		if (open_vgem())
+			return -ENODEV;
+		exporter = "vgem";
+		return 0;
+	}
 	if (!new_dmabuf(&fd, &memfd)) {
 		close(fd);
 		close(memfd);
 		exporter = "udmabuf";
 		return 0;
 	}
-	if (!open_vgem()) {
+	if (!want && !open_vgem()) {
 		exporter = "vgem";
 		return 0;
 	}
@@ -179,7 +188,7 @@ static size_t first_bad(const uint8_t *p, size_t len, uint32_t seed)
 	return len;
 }
 
-/* Entries of a /proc/self directory-like listing: fds, or mapping lines. */
+/* Open fds. */
 static int count_fds(void)
 {
 	DIR *d = opendir("/proc/self/fd");
@@ -193,17 +202,62 @@ static int count_fds(void)
 	return n;
 }
 
-static int count_maps(void)
+/*
+ * Bytes of shared mappings (the library's mappings of dma-bufs and memfds
+ * are shared): a count of bytes, unlike one of lines, is blind to VMAs
+ * merging and splitting, and private memory is left out because glibc
+ * maps a 64 MiB arena for the first allocation of each new thread (the
+ * cache monitor's, at its first event).  Private copies (the staged path)
+ * are checked by unmapped().
+ */
+static long count_maps(void)
 {
 	FILE *f = fopen("/proc/self/maps", "r");
-	int n = 0, c;
+	unsigned long a, b;
+	char line[512], perm[8];
+	long n = 0;
 
 	if (!f)
 		return -1;
-	while ((c = fgetc(f)) != EOF)
-		n += c == '\n';
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx %7s", &a, &b, perm) == 3 &&
+		    perm[3] == 's')
+			n += (long)(b - a);
 	fclose(f);
 	return n;
+}
+
+/* No page of [p, p + len) is mapped any more. */
+static bool unmapped(const void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095;
+	unsigned char vec[64];
+
+	len = ((uintptr_t)p + len - a + 4095) / 4096;
+	for (; len; len--, a += 4096)
+		if (mincore((void *)a, 4096, vec) == 0 || errno != ENOMEM)
+			return false;
+	return true;
+}
+
+/* Nothing mapped or opened since the counts were taken. */
+static void check_nothing_left(int fds, long maps)
+{
+	char line[512];
+	FILE *f;
+
+	CU_ASSERT_EQUAL(count_fds(), fds);
+	if (count_maps() == maps) {
+		CU_PASS("mappings");
+		return;
+	}
+	CU_FAIL("mappings left behind");
+	rc_diag("mapped %ld bytes, was %ld:", count_maps(), maps);
+	f = fopen("/proc/self/maps", "r");
+	while (f && fgets(line, sizeof(line), f))
+		rc_diag("%s", line);
+	if (f)
+		fclose(f);
 }
 
 /* A dma-buf with its CPU view: the test's own mapping of the dma-buf. */
@@ -229,15 +283,18 @@ static void dbuf_free(struct dbuf *b)
 		close(b->memfd);
 }
 
-/* CPU access through the exporter's own mapping, bracketed by SYNC. */
-static void cpu_sync(int fd, uint64_t flags)
+/* CPU access through any mapping of the region's dma-buf. */
+static void cpu_sync(struct rdmaxfer_mem *m, uint32_t flags)
 {
-	struct dma_buf_sync s = { .flags = flags };
-
-	CU_ASSERT_EQUAL(ioctl(fd, DMA_BUF_IOCTL_SYNC, &s), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_dmabuf_sync(m, flags), 0);
 }
 
-static void attr_of(const struct dbuf *b, uint32_t policy,
+/*
+ * What to register: the backing memfd where there is one (udmabuf) and
+ * stage is not asked for, else the staged copy (vgem: a VM_PFNMAP
+ * mapping and no file userspace can map).
+ */
+static void attr_of(const struct dbuf *b, uint32_t policy, bool stage,
 		    struct rdmaxfer_dmabuf_attr *a)
 {
 	memset(a, 0, sizeof(*a));
@@ -246,31 +303,23 @@ static void attr_of(const struct dbuf *b, uint32_t policy,
 	a->len = REG_LEN;
 	a->access = RDMAXFER_ACCESS_REMOTE;
 	a->policy = policy;
-	if (b->memfd >= 0) {
+	if (b->memfd >= 0 && !stage) {
 		a->flags = RDMAXFER_DMABUF_BACKING;
 		a->backing_fd = b->memfd;
+	} else {
+		a->flags = RDMAXFER_DMABUF_STAGE;
 	}
 }
 
-/*
- * Register under policy, or report why the exporter's memory cannot be
- * reached (vgem: its mapping is VM_PFNMAP and it has no backing file).
- */
 static struct rdmaxfer_mem *reg(const struct dbuf *b, uint32_t policy,
-				struct rdmaxfer_dmabuf_info *info)
+				bool stage, struct rdmaxfer_dmabuf_info *info)
 {
 	struct rdmaxfer_dmabuf_attr a;
 	struct rdmaxfer_mem *m = NULL;
 	int ret;
 
-	attr_of(b, policy, &a);
+	attr_of(b, policy, stage, &a);
 	ret = rdmaxfer_mem_register_dmabuf(srv, &a, &m);
-	if (ret == -EOPNOTSUPP && b->memfd < 0 && !caps.device) {
-		rc_skip("%s: the dma-buf's mapping cannot be pinned and it has "
-			"no backing file (-EOPNOTSUPP, as documented)",
-			exporter);
-		return NULL;
-	}
 	CU_ASSERT_EQUAL_FATAL(ret, 0);
 	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_dmabuf_query(m, info), 0);
 	rc_diag("policy %u: path %u device_err %d map_err %d: %s", policy,
@@ -300,7 +349,8 @@ static void test_policy_on(void)
 	struct rdmaxfer_dmabuf_attr a;
 	struct rdmaxfer_mem *m = NULL;
 	struct dbuf b;
-	int fds, maps;
+	int fds;
+	long maps;
 
 	if (caps.device) {
 		rc_skip("the device takes dma-buf MRs: nothing to refuse");
@@ -309,11 +359,10 @@ static void test_policy_on(void)
 	dbuf_new(&b);
 	fds = count_fds();
 	maps = count_maps();
-	attr_of(&b, RDMAXFER_DMABUF_ON, &a);
+	attr_of(&b, RDMAXFER_DMABUF_ON, false, &a);
 	CU_ASSERT_EQUAL(rdmaxfer_mem_register_dmabuf(srv, &a, &m), -EOPNOTSUPP);
 	CU_ASSERT_PTR_NULL(m);
-	CU_ASSERT_EQUAL(count_fds(), fds);
-	CU_ASSERT_EQUAL(count_maps(), maps);
+	check_nothing_left(fds, maps);
 	dbuf_free(&b);
 }
 
@@ -321,7 +370,7 @@ static void test_policy_on(void)
  * A peer's WRITE lands in the dma-buf, a peer's READ returns what the CPU
  * wrote into it; one packet and many, at an offset inside the region.
  */
-static void xfer_check(uint32_t policy)
+static void xfer_check(uint32_t policy, bool stage)
 {
 	struct rdmaxfer_dmabuf_info info;
 	struct rdmaxfer_desc d, sub;
@@ -332,9 +381,7 @@ static void xfer_check(uint32_t policy)
 	size_t i, bad;
 
 	dbuf_new(&b);
-	m = reg(&b, policy, &info);
-	if (!m)
-		goto out;
+	m = reg(&b, policy, stage, &info);
 	if (!caps.device) {
 		CU_ASSERT_NOT_EQUAL(info.path, RDMAXFER_DMABUF_PATH_DEVICE);
 		CU_ASSERT_EQUAL(info.device_err, policy == RDMAXFER_DMABUF_OFF ?
@@ -342,6 +389,11 @@ static void xfer_check(uint32_t policy)
 		CU_ASSERT(strstr(info.msg, policy == RDMAXFER_DMABUF_OFF ?
 				 "policy off" : "refused") != NULL);
 		CU_ASSERT_PTR_NOT_NULL(info.cpu);
+		/* the dma-buf's own mapping when it can be pinned */
+		if (info.path == RDMAXFER_DMABUF_PATH_STAGED)
+			CU_ASSERT_NOT_EQUAL(info.map_err, 0);
+		CU_ASSERT(info.path != RDMAXFER_DMABUF_PATH_STAGED || stage ||
+			  b.memfd < 0);
 	}
 	CU_ASSERT_EQUAL(info.len, REG_LEN);
 	CU_ASSERT_EQUAL(rdmaxfer_mem_desc(m, 0, 0, &d), 0);
@@ -359,17 +411,18 @@ static void xfer_check(uint32_t policy)
 		iov.len = lens[i];
 		CU_ASSERT_EQUAL(xfer_sync(cp, RDMAXFER_OP_WRITE, &iov, &sub, 1,
 					  NULL), 0);
-		cpu_sync(b.fd, DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ);
+		cpu_sync(m, RDMAXFER_DMABUF_SYNC_READ);
 		bad = first_bad(b.cpu + OFF + 3, lens[i], seed);
-		cpu_sync(b.fd, DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ);
+		cpu_sync(m, RDMAXFER_DMABUF_SYNC_READ | RDMAXFER_DMABUF_SYNC_END);
 		if (bad != lens[i])
 			rc_diag("WRITE %zu: first bad byte %zu", lens[i], bad);
 		CU_ASSERT_EQUAL(bad, lens[i]);
 
 		/* READ out of it what the CPU wrote */
-		cpu_sync(b.fd, DMA_BUF_SYNC_START | DMA_BUF_SYNC_WRITE);
+		cpu_sync(m, RDMAXFER_DMABUF_SYNC_WRITE);
 		fill(b.cpu + OFF + 3, lens[i], seed + 100);
-		cpu_sync(b.fd, DMA_BUF_SYNC_END | DMA_BUF_SYNC_WRITE);
+		cpu_sync(m, RDMAXFER_DMABUF_SYNC_WRITE |
+			 RDMAXFER_DMABUF_SYNC_END);
 		memset(lbuf, 0, lens[i]);
 		CU_ASSERT_EQUAL(xfer_sync(cp, RDMAXFER_OP_READ, &iov, &sub, 1,
 					  NULL), 0);
@@ -378,26 +431,66 @@ static void xfer_check(uint32_t policy)
 			rc_diag("READ %zu: first bad byte %zu", lens[i], bad);
 		CU_ASSERT_EQUAL(bad, lens[i]);
 	}
-	/* the library's own sync on the region's dma-buf */
-	CU_ASSERT_EQUAL(rdmaxfer_dmabuf_sync(m, RDMAXFER_DMABUF_SYNC_READ), 0);
-	CU_ASSERT_EQUAL(rdmaxfer_dmabuf_sync(m, RDMAXFER_DMABUF_SYNC_READ |
-					     RDMAXFER_DMABUF_SYNC_END), 0);
 	CU_ASSERT_EQUAL(rdmaxfer_dmabuf_sync(m, RDMAXFER_DMABUF_SYNC_END),
 			-EINVAL);
 	CU_ASSERT_EQUAL(rdmaxfer_dmabuf_sync(m, 1U << 7), -EINVAL);
 	CU_ASSERT_EQUAL(rdmaxfer_mem_deregister(m), 0);
-out:
+	if (info.cpu)
+		CU_ASSERT(unmapped(info.cpu, REG_LEN));
 	dbuf_free(&b);
 }
 
 static void test_auto(void)
 {
-	xfer_check(RDMAXFER_DMABUF_AUTO);
+	xfer_check(RDMAXFER_DMABUF_AUTO, false);
 }
 
 static void test_off(void)
 {
-	xfer_check(RDMAXFER_DMABUF_OFF);
+	xfer_check(RDMAXFER_DMABUF_OFF, false);
+}
+
+/* The staged copy, asked for: taken wherever the dma-buf's own mapping
+ * cannot be pinned (7.3's udmabuf, vgem). */
+static void test_staged(void)
+{
+	xfer_check(RDMAXFER_DMABUF_AUTO, true);
+}
+
+/*
+ * Without a backing file or staging, a dma-buf whose mapping cannot be
+ * pinned is refused with -EOPNOTSUPP, and nothing is left behind.
+ */
+static void test_no_path(void)
+{
+	struct rdmaxfer_dmabuf_info info;
+	struct rdmaxfer_dmabuf_attr a;
+	struct rdmaxfer_mem *m = NULL;
+	struct dbuf b;
+	int fds, ret;
+	long maps;
+
+	dbuf_new(&b);
+	attr_of(&b, RDMAXFER_DMABUF_AUTO, false, &a);
+	a.flags = 0;
+	a.backing_fd = 0;
+	fds = count_fds();
+	maps = count_maps();
+	ret = rdmaxfer_mem_register_dmabuf(srv, &a, &m);
+	if (!ret) {
+		CU_ASSERT_EQUAL(rdmaxfer_mem_dmabuf_query(m, &info), 0);
+		CU_ASSERT(info.path == RDMAXFER_DMABUF_PATH_MAP ||
+			  info.path == RDMAXFER_DMABUF_PATH_DEVICE);
+		rc_diag("%s: %s", exporter, info.msg);
+		CU_ASSERT_EQUAL(rdmaxfer_mem_deregister(m), 0);
+	} else {
+		CU_ASSERT_EQUAL(ret, -EOPNOTSUPP);
+		CU_ASSERT_PTR_NULL(m);
+		rc_diag("%s: the dma-buf's mapping cannot be pinned: %d",
+			exporter, ret);
+	}
+	check_nothing_left(fds, maps);
+	dbuf_free(&b);
 }
 
 /* The default policy is $RDMAXFER_DMABUF's (agents without NO_ENV). */
@@ -411,7 +504,7 @@ static void test_env(void)
 
 	CU_ASSERT_EQUAL_FATAL(new_agent(RDMAXFER_PROGRESS_CALLER, 1, &ag), 0);
 	dbuf_new(&b);
-	attr_of(&b, RDMAXFER_DMABUF_DEFAULT, &a);
+	attr_of(&b, RDMAXFER_DMABUF_DEFAULT, false, &a);
 	setenv("RDMAXFER_DMABUF", "bogus", 1);
 	CU_ASSERT_EQUAL(rdmaxfer_mem_register_dmabuf(ag, &a, &m), -EINVAL);
 	setenv("RDMAXFER_DMABUF", "on", 1);
@@ -437,15 +530,14 @@ static void test_local_and_closed_fd(void)
 	struct rdmaxfer_desc d;
 	struct rdmaxfer_iov iov;
 	struct dbuf b;
-	int fds, maps;
+	int fds;
+	long maps;
 	size_t bad;
 
 	fds = count_fds();
 	maps = count_maps();
 	dbuf_new(&b);
-	m = reg(&b, RDMAXFER_DMABUF_AUTO, &info);
-	if (!m)
-		goto out;
+	m = reg(&b, RDMAXFER_DMABUF_AUTO, false, &info);
 	if (!info.cpu) {
 		rc_skip("device path: the region has no CPU address");
 		rdmaxfer_mem_deregister(m);
@@ -453,10 +545,10 @@ static void test_local_and_closed_fd(void)
 	}
 	close(b.fd);
 	b.fd = -1;
-	CU_ASSERT_EQUAL(rdmaxfer_dmabuf_sync(m, RDMAXFER_DMABUF_SYNC_WRITE), 0);
-	fill(info.cpu, REG_LEN, 77);
-	CU_ASSERT_EQUAL(rdmaxfer_dmabuf_sync(m, RDMAXFER_DMABUF_SYNC_WRITE |
-					     RDMAXFER_DMABUF_SYNC_END), 0);
+	/* the CPU writes through the exporter's mapping */
+	cpu_sync(m, RDMAXFER_DMABUF_SYNC_WRITE);
+	fill(b.cpu + OFF, REG_LEN, 77);
+	cpu_sync(m, RDMAXFER_DMABUF_SYNC_WRITE | RDMAXFER_DMABUF_SYNC_END);
 	/* server WRITEs from the dma-buf into the client's memory */
 	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_register(cli, lbuf, BUF_LEN,
 						    RDMAXFER_MEM_HOST, &cm), 0);
@@ -467,14 +559,14 @@ static void test_local_and_closed_fd(void)
 	CU_ASSERT_EQUAL(xfer_sync(sp, RDMAXFER_OP_WRITE, &iov, &d, 1, NULL), 0);
 	bad = first_bad(lbuf, REG_LEN, 77);
 	CU_ASSERT_EQUAL(bad, REG_LEN);
-	/* the exporter's view agrees (the test's mapping outlives the fd) */
-	CU_ASSERT_EQUAL(first_bad(b.cpu + OFF, REG_LEN, 77), REG_LEN);
+	/* the region's own bytes agree */
+	CU_ASSERT_EQUAL(first_bad(info.cpu, REG_LEN, 77), REG_LEN);
 	CU_ASSERT_EQUAL(rdmaxfer_mem_deregister(cm), 0);
 	CU_ASSERT_EQUAL(rdmaxfer_mem_deregister(m), 0);
+	CU_ASSERT(unmapped(info.cpu, REG_LEN));
 out:
 	dbuf_free(&b);
-	CU_ASSERT_EQUAL(count_fds(), fds);
-	CU_ASSERT_EQUAL(count_maps(), maps);
+	check_nothing_left(fds, maps);
 }
 
 /* Post one WRITE of len bytes to d; the request's result. */
@@ -512,9 +604,7 @@ static void test_rkey_bounds(void)
 	uint8_t guard;
 
 	dbuf_new(&b);
-	m = reg(&b, RDMAXFER_DMABUF_AUTO, &info);
-	if (!m)
-		goto out;
+	m = reg(&b, RDMAXFER_DMABUF_AUTO, false, &info);
 	CU_ASSERT_EQUAL(rdmaxfer_mem_desc(m, REG_LEN - 8, 8, &d), 0);
 	guard = b.cpu[OFF + REG_LEN];
 	past = d;
@@ -527,7 +617,6 @@ static void test_rkey_bounds(void)
 	CU_ASSERT_EQUAL(rdmaxfer_mem_deregister(m), 0);
 	CU_ASSERT_EQUAL(write_once(&d), -EACCES);
 	reconnect();
-out:
 	dbuf_free(&b);
 }
 
@@ -538,10 +627,11 @@ static void test_bad_input(void)
 	struct rdmaxfer_mem *m = NULL;
 	struct dbuf b;
 	char tmpl[] = "/tmp/rdmaxfer-dmabuf-XXXXXX";
-	int fds, maps, memfd, file, closed;
+	int fds, memfd, file, closed;
+	long maps;
 
 	dbuf_new(&b);
-	attr_of(&b, RDMAXFER_DMABUF_AUTO, &ok);
+	attr_of(&b, RDMAXFER_DMABUF_AUTO, false, &ok);
 	memfd = memfd_create("not-a-dmabuf", MFD_CLOEXEC);
 	file = mkstemp(tmpl);
 	CU_ASSERT_FATAL(memfd >= 0 && file >= 0);
@@ -568,6 +658,7 @@ static void test_bad_input(void)
 	BAD(offset, UINT64_MAX - 10, -ERANGE);
 	BAD(access, 1U << 5, -EINVAL);
 	BAD(flags, 1U << 4, -EINVAL);
+	BAD(flags, RDMAXFER_DMABUF_STAGE | (1U << 2), -EINVAL);
 	BAD(policy, 9, -EINVAL);
 	BAD(reserved32, 1, -EINVAL);
 	BAD(reserved[1], 1, -EINVAL);
@@ -588,8 +679,7 @@ static void test_bad_input(void)
 	CU_ASSERT_EQUAL(rdmaxfer_mem_dmabuf_query(NULL, NULL), -EINVAL);
 	CU_ASSERT_EQUAL(rdmaxfer_dmabuf_sync(NULL, RDMAXFER_DMABUF_SYNC_READ),
 			-EINVAL);
-	CU_ASSERT_EQUAL(count_fds(), fds);
-	CU_ASSERT_EQUAL(count_maps(), maps);
+	check_nothing_left(fds, maps);
 	close(memfd);
 	close(file);
 	dbuf_free(&b);
@@ -602,6 +692,8 @@ int main(int argc, char **argv)
 		{ "policy_on", test_policy_on },
 		{ "auto", test_auto },
 		{ "off", test_off },
+		{ "staged", test_staged },
+		{ "no_path", test_no_path },
 		{ "env", test_env },
 		{ "local_and_closed_fd", test_local_and_closed_fd },
 		{ "rkey_bounds", test_rkey_bounds },

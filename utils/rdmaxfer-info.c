@@ -453,8 +453,8 @@ static int show_device(struct ibv_device *dev)
 		printf("    dma-buf path:  %s\n", strcmp(dmabuf, "no") ?
 		       "device MR (ibv_reg_dmabuf_mr) under policy auto and on" :
 		       "device MR refused: policy on fails; auto and off use the "
-		       "CPU-mapping fallback (mmap of the dma-buf or its backing "
-		       "memfd)");
+		       "CPU-mapping fallback (the dma-buf's mapping, its backing "
+		       "memfd's, or a staged copy)");
 		printf("    atomics:       %s\n",
 		       atomic_name(ax.orig_attr.atomic_cap));
 		if (inl >= 0)
@@ -562,7 +562,7 @@ static const struct {
 	{ "dma-buf: device MR (ibv_reg_dmabuf_mr)", "not validated",
 	  "rxe refuses it (EOPNOTSUPP, 6.1 and 7.3); needs mlx5 (or efa, irdma, ...); CUDA export never run" },
 	{ "dma-buf: CPU-mapping fallback", "rxe, Debian 6.1 and 7.3 kernels",
-	  "udmabuf: dma-buf mapping (6.1), its memfd (7.3: VM_PFNMAP); dmabuf suite; vgem cannot be pinned" },
+	  "dmabuf suite, data checked: udmabuf via its memfd (7.3), staged copy (vgem 6.1 and 7.3, udmabuf 7.3)" },
 };
 
 static void show_paths(void)

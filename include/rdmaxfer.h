@@ -709,8 +709,8 @@ struct rdmaxfer_dmabuf_caps {
 /*
  * Register [offset, offset + len) of a dma-buf (kind RDMAXFER_MEM_DMABUF):
  * a dma-buf MR where the device and the policy allow, else the CPU
- * mapping of the dma-buf (or of its backing file) registered exactly like
- * host memory.  See rdmaxfer_dmabuf(3).  Errors: -EINVAL (NULL, len 0,
+ * mapping of the dma-buf (or of its backing file, or a staged copy)
+ * registered exactly like host memory.  See rdmaxfer_dmabuf(3).  Errors: -EINVAL (NULL, len 0,
  * unknown access/flags/policy bits, reserved set, fd not a dma-buf),
  * -EBADF (fd not open), -ERANGE (outside the dma-buf or the backing
  * file), -EOPNOTSUPP (policy on and the device refuses; no path works),

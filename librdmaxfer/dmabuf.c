@@ -38,11 +38,11 @@
  * Security property (as mem.c's): an rkey of a dma-buf region reaches
  * exactly [offset, offset + len) of that dma-buf with exactly the rights
  * granted.  On the device path the MR is the handle's own.  On the
- * mapping paths the registration is an exact cache entry of the mapping
- * that is never kept after the last put, even with
- * RDMAXFER_AGENT_CACHE_RKEYS: the mapping is unmapped at deregister, so
- * a kept rkey would outlive the memory it names.  So the rkey dies at
- * rdmaxfer_mem_deregister() on every path.
+ * mapping paths (and the staged one) the registration is an exact cache
+ * entry of the mapping (the copy) that is never kept after the last put,
+ * even with RDMAXFER_AGENT_CACHE_RKEYS: the mapping is unmapped at
+ * deregister, so a kept rkey would outlive the memory it names.  So the
+ * rkey dies at rdmaxfer_mem_deregister() on every path.
  */
 #define _GNU_SOURCE
 #include <errno.h>

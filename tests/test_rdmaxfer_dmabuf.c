@@ -20,7 +20,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -34,6 +33,7 @@
 
 #define WAIT_MS 20000
 #include "rdmaxfer_test_util.h"
+#include "rdmaxfer_dmabuf_test.h"
 
 /* DRM uapi (drm.h, drm_mode.h): not installed without libdrm-dev */
 struct drm_mode_create_dumb {
@@ -152,16 +152,11 @@ static int pick_exporter(void)
 static int suite_init(void)
 {
 	struct rdmaxfer_agent_attr attr;
-	uint16_t port;
 
 	rdmaxfer_agent_attr_init(&attr);
 	attr.progress = RDMAXFER_PROGRESS_THREAD;
 	attr.flags = RDMAXFER_AGENT_NO_ENV;
-	if (rdmaxfer_agent_create(&attr, &srv) ||
-	    rdmaxfer_agent_create(&attr, &cli) ||
-	    rdmaxfer_listen(srv, addr, 0) || rdmaxfer_listen_port(srv, &port) ||
-	    rdmaxfer_connect(cli, addr, port, 10000, &cp) ||
-	    rdmaxfer_accept(srv, 10000, &sp))
+	if (new_agent_pair(&attr, addr, &srv, &cli, &cp, &sp))
 		return 1;
 	if (rdmaxfer_agent_dmabuf_caps(srv, &caps))
 		return 1;
@@ -176,30 +171,6 @@ static int suite_clean(void)
 	rdmaxfer_agent_destroy(srv);
 	free(lbuf);
 	return 0;
-}
-
-static size_t first_bad(const uint8_t *p, size_t len, uint32_t seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (p[i] != pat(i, seed))
-			return i;
-	return len;
-}
-
-/* Open fds. */
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
 }
 
 /*

@@ -15,7 +15,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -26,6 +25,7 @@
 
 #include "internal.h"
 #include "rc_test.h"
+#include "rdmaxfer_dmabuf_test.h"
 
 static struct rdmaxfer_agent agent;
 static int reached;		/* calls that got past the checks */
@@ -53,19 +53,6 @@ uint32_t rx_ibv_access(uint32_t access)
 	(void)access;
 	reached++;
 	return 0;
-}
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
 }
 
 static int suite_init(void)

@@ -244,15 +244,16 @@ int rdmaxfer_peer_error(const struct rdmaxfer_peer *peer);
 
 /* --------------------------------------------------------------- memory */
 
-/* Memory kinds.  HOST and ODP are implemented; the others are reserved
- * and rejected with -EOPNOTSUPP. */
+/* Memory kinds.  HOST, ODP and DMABUF (rdmaxfer_mem_register_dmabuf())
+ * are implemented; DEVICE is reserved and rejected with -EOPNOTSUPP. */
 enum rdmaxfer_mem_kind {
 	RDMAXFER_MEM_HOST = 1,		/* pinned host memory (ibv_reg_mr) */
 	/* on-demand paging where the agent's ODP policy and the device allow
 	 * it, else pinned (see rdmaxfer_odp(3)); LIBRDMAXFER_1.2 */
 	RDMAXFER_MEM_ODP = 2,
 	RDMAXFER_MEM_DEVICE = 3,	/* device memory, MEMIC (reserved) */
-	RDMAXFER_MEM_DMABUF = 4,	/* dma-buf (reserved) */
+	/* dma-buf, by rdmaxfer_mem_register_dmabuf() only; LIBRDMAXFER_1.3 */
+	RDMAXFER_MEM_DMABUF = 4,
 };
 
 /*
@@ -292,8 +293,9 @@ struct rdmaxfer_iov {
  * (RDMAXFER_AGENT_CACHE_RKEYS).  access 0 registers local-only memory
  * (the buffers of this side's own requests): cached and merged like
  * transfer buffers, and rdmaxfer_mem_desc() on it fails with -EACCES.
- * Errors: -EINVAL (NULL addr, len 0, unknown access bits), -EOPNOTSUPP
- * (kind other than HOST), registration errors (-ENOMEM, -EFAULT, ...).
+ * Errors: -EINVAL (NULL addr, len 0, unknown access bits, kind DMABUF:
+ * see rdmaxfer_mem_register_dmabuf()), -EOPNOTSUPP (kind DEVICE),
+ * registration errors (-ENOMEM, -EFAULT, ...).
  * (LIBRDMAXFER_1.1)
  */
 int rdmaxfer_mem_register_access(struct rdmaxfer_agent *agent, void *addr,
@@ -408,8 +410,8 @@ struct rdmaxfer_xfer_notif {
  * notif may be NULL.  Remote descriptors are checked here: -ERANGE for
  * length 0, a wrapping range, or (with the peer's exports list, see
  * rdmaxfer_peer_set_exports()) a range outside every exported descriptor
- * of its rkey.  Errors: -EINVAL, -ERANGE, -EOPNOTSUPP (remote kind not
- * HOST), -ENOMEM.
+ * of its rkey.  Errors: -EINVAL, -ERANGE, -EOPNOTSUPP (remote kind
+ * DEVICE), -ENOMEM.
  */
 int rdmaxfer_xfer_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
 			  const struct rdmaxfer_iov *local, size_t nlocal,
@@ -630,6 +632,112 @@ int rdmaxfer_prefetch(struct rdmaxfer_agent *agent,
 
 /* Name of an RDMAXFER_ODP_OP_* bit ("remote write", ...), "?" if none. */
 const char *rdmaxfer_odp_op_name(uint32_t op);
+
+/* ------------------------------------------------ dma-buf memory, 1.3 */
+
+/* struct rdmaxfer_dmabuf_attr.policy, and $RDMAXFER_DMABUF (auto, on, off) */
+enum rdmaxfer_dmabuf_policy {
+	RDMAXFER_DMABUF_DEFAULT = 0,	/* $RDMAXFER_DMABUF, else auto */
+	/* a dma-buf MR where the device takes one, else the CPU mapping */
+	RDMAXFER_DMABUF_AUTO = 1,
+	/* a dma-buf MR or -EOPNOTSUPP (the device refuses them) */
+	RDMAXFER_DMABUF_ON = 2,
+	RDMAXFER_DMABUF_OFF = 3,	/* always the CPU mapping */
+};
+
+/* struct rdmaxfer_dmabuf_attr.flags */
+#define RDMAXFER_DMABUF_BACKING	(1U << 0)	/* backing_fd is set */
+/* when no mapping can be registered: a host copy of the region, made
+ * coherent with the dma-buf by rdmaxfer_dmabuf_sync() (not zero-copy) */
+#define RDMAXFER_DMABUF_STAGE	(1U << 1)
+
+/* What to register (all fields not named are zero). */
+struct rdmaxfer_dmabuf_attr {
+	int fd;				/* the dma-buf (stays the caller's) */
+	uint32_t access;		/* RDMAXFER_ACCESS_* */
+	uint64_t offset;		/* first byte of the region in it */
+	uint64_t len;
+	/* the region's address on the device path (in descriptors); 0:
+	 * offset.  The CPU mapping has its own (rdmaxfer_mem_dmabuf_query) */
+	uint64_t iova;
+	uint32_t policy;		/* enum rdmaxfer_dmabuf_policy */
+	uint32_t flags;			/* RDMAXFER_DMABUF_* */
+	/* RDMAXFER_DMABUF_BACKING: a file whose bytes from backing_offset
+	 * are the dma-buf's bytes from 0 (the memfd of a udmabuf), mapped
+	 * when the dma-buf's own mapping cannot be registered */
+	int backing_fd;
+	uint32_t reserved32;		/* must be zero */
+	uint64_t backing_offset;
+	uint64_t reserved[2];		/* must be zero */
+};
+
+/* How a dma-buf region is registered (struct rdmaxfer_dmabuf_info.path) */
+enum rdmaxfer_dmabuf_path {
+	RDMAXFER_DMABUF_PATH_DEVICE = 1,	/* ibv_reg_dmabuf_mr() */
+	RDMAXFER_DMABUF_PATH_MAP = 2,	/* the dma-buf's CPU mapping, pinned */
+	RDMAXFER_DMABUF_PATH_BACKING = 3,	/* the backing file's, pinned */
+	RDMAXFER_DMABUF_PATH_STAGED = 4,	/* a host copy (_STAGE) */
+};
+
+#define RDMAXFER_DMABUF_MSG_MAX	256
+
+struct rdmaxfer_dmabuf_info {
+	uint32_t path;			/* enum rdmaxfer_dmabuf_path */
+	/* 0 or the -errno of each path tried before the one taken (0: not
+	 * tried or taken) */
+	int32_t device_err;
+	int32_t map_err;
+	uint32_t reserved32;
+	uint64_t addr;			/* the region's address: descriptors */
+	uint64_t len;
+	/* the CPU's view of the region (also a local buffer of transfers);
+	 * NULL on the device path */
+	void *cpu;
+	/* one line: the device, and why a fallback was taken ("" if not) */
+	char msg[RDMAXFER_DMABUF_MSG_MAX];
+};
+
+/* Whether the agent's device takes dma-buf MRs (probed once, cached). */
+struct rdmaxfer_dmabuf_caps {
+	uint32_t policy;		/* the default policy in effect */
+	int32_t device;			/* 1: ibv_reg_dmabuf_mr() accepted */
+	int32_t device_err;		/* the probe's -errno when refused */
+	uint32_t reserved;
+	char msg[RDMAXFER_DMABUF_MSG_MAX];
+};
+
+/*
+ * Register [offset, offset + len) of a dma-buf (kind RDMAXFER_MEM_DMABUF):
+ * a dma-buf MR where the device and the policy allow, else the CPU
+ * mapping of the dma-buf (or of its backing file, or a staged copy)
+ * registered exactly like host memory.  See rdmaxfer_dmabuf(3).  Errors: -EINVAL (NULL, len 0,
+ * unknown access/flags/policy bits, reserved set, fd not a dma-buf),
+ * -EBADF (fd not open), -ERANGE (outside the dma-buf or the backing
+ * file), -EOPNOTSUPP (policy on and the device refuses; no path works),
+ * registration errors.
+ */
+int rdmaxfer_mem_register_dmabuf(struct rdmaxfer_agent *agent,
+				 const struct rdmaxfer_dmabuf_attr *attr,
+				 struct rdmaxfer_mem **memp);
+
+/* How a dma-buf region was registered; -EINVAL for another kind. */
+int rdmaxfer_mem_dmabuf_query(const struct rdmaxfer_mem *mem,
+			      struct rdmaxfer_dmabuf_info *info);
+
+int rdmaxfer_agent_dmabuf_caps(struct rdmaxfer_agent *agent,
+			       struct rdmaxfer_dmabuf_caps *caps);
+
+/* rdmaxfer_dmabuf_sync() flags: the values of DMA_BUF_SYNC_* */
+#define RDMAXFER_DMABUF_SYNC_READ	(1U << 0)
+#define RDMAXFER_DMABUF_SYNC_WRITE	(1U << 1)
+#define RDMAXFER_DMABUF_SYNC_END	(1U << 2)
+
+/* DMA_BUF_IOCTL_SYNC on the region's dma-buf: begin (no _END) or end CPU
+ * access with READ and/or WRITE.  On the staged path a begin with READ
+ * first copies the host copy into the dma-buf, an end with WRITE then
+ * copies the dma-buf into the host copy.  -EINVAL (not dma-buf, bad
+ * flags). */
+int rdmaxfer_dmabuf_sync(const struct rdmaxfer_mem *mem, uint32_t flags);
 
 #ifdef __cplusplus
 }

@@ -271,6 +271,7 @@ struct rdmaxfer_mem {
 	enum rdmaxfer_mem_kind kind;
 	uint32_t rkey;
 	uint32_t access;		/* RDMAXFER_ACCESS_*; 0: local only */
+	struct rx_dmabuf *dmabuf;	/* kind DMABUF (dmabuf.c), else NULL */
 };
 
 struct rx_notif_q {
@@ -310,6 +311,9 @@ struct rdmaxfer_agent {
 
 	struct regcache *cache;
 	struct rx_odp odp;		/* odp.c */
+	/* dmabuf.c: does the device take dma-buf MRs?  0 not probed yet,
+	 * 1 yes, else the probe's -errno (guarded by lock) */
+	int dmabuf_dev;
 
 	uint8_t *recv_buf;
 	struct ibv_mr *recv_mr;
@@ -407,6 +411,16 @@ static inline void rx_ring_deferred(struct rdmaxfer_agent *agent)
 
 /* mem.c */
 void rx_mem_release(struct rdmaxfer_mem *mem);
+int rx_mem_register(struct rdmaxfer_agent *agent, struct regcache *cache,
+		    void *addr, size_t len, enum rdmaxfer_mem_kind kind,
+		    uint32_t access, unsigned int flags,
+		    struct rdmaxfer_mem **memp);
+void rx_mem_add(struct rdmaxfer_mem *mem);
+uint32_t rx_ibv_access(uint32_t access);	/* RDMAXFER_ACCESS_* -> IBV_ */
+
+/* dmabuf.c: drop what a DMABUF region holds besides its cache entry (the
+ * device MR, the CPU mapping, the dup of the fd); frees mem->dmabuf */
+void rx_dmabuf_release(struct rdmaxfer_mem *mem);
 int rx_cache_get(struct regcache *cache, void *addr, size_t len,
 		 uint32_t access, unsigned int flags,
 		 struct regcache_entry **entryp);

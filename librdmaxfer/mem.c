@@ -7,8 +7,9 @@
  * (address, length, rkey, kind) so they can be sent to peers as they are.
  * RDMAXFER_MEM_ODP goes through the agent's ODP cache where its policy and
  * device allow (odp.c decides), else through the pinned cache as HOST;
- * DEVICE and DMABUF are part of the ABI already but are refused until
- * their registration paths exist.
+ * DMABUF regions come from rdmaxfer_mem_register_dmabuf() (dmabuf.c);
+ * DEVICE is part of the ABI already but is refused until its
+ * registration path exists.
  *
  * Security property: who can touch which memory through which key.
  * - An lkey (request buffers, atomic result words, local-only handles)
@@ -44,8 +45,8 @@ static int check_kind(enum rdmaxfer_mem_kind kind)
 	case RDMAXFER_MEM_ODP:
 		return 0;
 	case RDMAXFER_MEM_DEVICE:
-	case RDMAXFER_MEM_DMABUF:
 		return -EOPNOTSUPP;
+	case RDMAXFER_MEM_DMABUF:	/* an fd, not an address: dmabuf.c */
 	default:
 		return -EINVAL;
 	}
@@ -68,7 +69,7 @@ int rx_cache_get(struct regcache *cache, void *addr, size_t len,
 
 /* RDMAXFER_ACCESS_* -> IBV_ACCESS_*: remote write and atomic need local
  * write (verbs refuses them otherwise); local write is always given. */
-static uint32_t ibv_access(uint32_t access)
+uint32_t rx_ibv_access(uint32_t access)
 {
 	uint32_t a = IBV_ACCESS_LOCAL_WRITE;
 
@@ -81,14 +82,53 @@ static uint32_t ibv_access(uint32_t access)
 	return a;
 }
 
+/* Put a new handle on the agent's list. */
+void rx_mem_add(struct rdmaxfer_mem *mem)
+{
+	struct rdmaxfer_agent *agent = mem->agent;
+
+	pthread_mutex_lock(&agent->lock);
+	rx_list_add_tail(&agent->mems, &mem->node);
+	pthread_mutex_unlock(&agent->lock);
+}
+
+/* A handle on a cache entry of [addr, addr + len), not listed yet. */
+int rx_mem_register(struct rdmaxfer_agent *agent, struct regcache *cache,
+		    void *addr, size_t len, enum rdmaxfer_mem_kind kind,
+		    uint32_t access, unsigned int flags,
+		    struct rdmaxfer_mem **memp)
+{
+	struct rdmaxfer_mem *mem;
+	struct ibv_mr *mr;
+	int ret;
+
+	mem = calloc(1, sizeof(*mem));
+	if (!mem)
+		return -ENOMEM;
+	ret = rx_cache_get(cache, addr, len, rx_ibv_access(access), flags,
+			   &mem->entry);
+	if (ret) {
+		free(mem);
+		return ret;
+	}
+	mr = regcache_entry_handle(mem->entry);
+	mem->agent = agent;
+	mem->cache = cache;
+	mem->addr = addr;
+	mem->len = len;
+	mem->kind = kind;
+	mem->access = access;
+	mem->rkey = access ? mr->rkey : 0;
+	*memp = mem;
+	return 0;
+}
+
 RX_EXPORT
 int rdmaxfer_mem_register_access(struct rdmaxfer_agent *agent, void *addr,
 				 size_t len, enum rdmaxfer_mem_kind kind,
 				 uint32_t access, struct rdmaxfer_mem **memp)
 {
 	struct regcache *cache = agent ? agent->cache : NULL;
-	struct rdmaxfer_mem *mem;
-	struct ibv_mr *mr;
 	unsigned int flags = 0;
 	int ret;
 
@@ -106,33 +146,16 @@ int rdmaxfer_mem_register_access(struct rdmaxfer_agent *agent, void *addr,
 		if (cache == agent->cache)
 			kind = RDMAXFER_MEM_HOST;
 	}
-	mem = calloc(1, sizeof(*mem));
-	if (!mem)
-		return -ENOMEM;
 	if (access) {
 		flags = REGCACHE_GET_EXACT;
 		if (!(agent->attr.flags & RDMAXFER_AGENT_CACHE_RKEYS))
 			flags |= REGCACHE_GET_NOKEEP;
 	}
-	ret = rx_cache_get(cache, addr, len, ibv_access(access), flags,
-			   &mem->entry);
-	if (ret) {
-		free(mem);
-		return ret;
-	}
-	mr = regcache_entry_handle(mem->entry);
-	mem->agent = agent;
-	mem->cache = cache;
-	mem->addr = addr;
-	mem->len = len;
-	mem->kind = kind;
-	mem->access = access;
-	mem->rkey = access ? mr->rkey : 0;
-	pthread_mutex_lock(&agent->lock);
-	rx_list_add_tail(&agent->mems, &mem->node);
-	pthread_mutex_unlock(&agent->lock);
-	*memp = mem;
-	return 0;
+	ret = rx_mem_register(agent, cache, addr, len, kind, access, flags,
+			      memp);
+	if (!ret)
+		rx_mem_add(*memp);
+	return ret;
 }
 
 RX_EXPORT
@@ -144,11 +167,21 @@ int rdmaxfer_mem_register(struct rdmaxfer_agent *agent, void *addr,
 					    RDMAXFER_ACCESS_REMOTE, memp);
 }
 
+/* The cache entry (none on the dma-buf device path), then what a dma-buf
+ * region holds beyond it: its MR is gone before its mapping is. */
+static void mem_put(struct rdmaxfer_mem *mem)
+{
+	if (mem->entry)
+		regcache_put(mem->cache, mem->entry);
+	if (mem->dmabuf)
+		rx_dmabuf_release(mem);
+	free(mem);
+}
+
 void rx_mem_release(struct rdmaxfer_mem *mem)
 {
 	rx_list_del(&mem->node);
-	regcache_put(mem->cache, mem->entry);
-	free(mem);
+	mem_put(mem);
 }
 
 RX_EXPORT
@@ -162,8 +195,7 @@ int rdmaxfer_mem_deregister(struct rdmaxfer_mem *mem)
 	pthread_mutex_lock(&agent->lock);
 	rx_list_del(&mem->node);
 	pthread_mutex_unlock(&agent->lock);
-	regcache_put(mem->cache, mem->entry);
-	free(mem);
+	mem_put(mem);
 	return 0;
 }
 

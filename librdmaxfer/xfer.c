@@ -536,10 +536,11 @@ static void req_register(struct rdmaxfer_req *req)
  */
 static int check_remote(const struct rdmaxfer_desc *d)
 {
-	/* an ODP region is targeted like pinned memory: by its rkey */
-	if (d->kind >= RDMAXFER_MEM_DEVICE && d->kind <= RDMAXFER_MEM_DMABUF)
+	/* ODP and dma-buf regions are targeted like pinned memory: by rkey */
+	if (d->kind == RDMAXFER_MEM_DEVICE)
 		return -EOPNOTSUPP;
-	if (d->kind != RDMAXFER_MEM_HOST && d->kind != RDMAXFER_MEM_ODP)
+	if (d->kind != RDMAXFER_MEM_HOST && d->kind != RDMAXFER_MEM_ODP &&
+	    d->kind != RDMAXFER_MEM_DMABUF)
 		return -EINVAL;
 	if (!d->len || d->addr + d->len < d->addr)
 		return -ERANGE;

@@ -51,6 +51,17 @@ static inline void fill(uint8_t *p, size_t len, uint32_t seed)
 		p[i] = pat(i, seed);
 }
 
+/* Index of the first byte of p that is not pattern seed's, or len. */
+static inline size_t first_bad(const uint8_t *p, size_t len, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != pat(i, seed))
+			return i;
+	return len;
+}
+
 static inline int new_agent(enum rdmaxfer_progress_mode mode, uint32_t qps,
 			    struct rdmaxfer_agent **ap)
 {
@@ -60,6 +71,28 @@ static inline int new_agent(enum rdmaxfer_progress_mode mode, uint32_t qps,
 	attr.progress = mode;
 	attr.qps_per_peer = qps;
 	return rdmaxfer_agent_create(&attr, ap);
+}
+
+/*
+ * Two agents made with attr: *srv listening on addr, *cli connected to
+ * it; the connection's two ends in *cp (client) and *sp (server).
+ */
+static inline int new_agent_pair(const struct rdmaxfer_agent_attr *attr,
+				 const char *addr, struct rdmaxfer_agent **srv,
+				 struct rdmaxfer_agent **cli,
+				 struct rdmaxfer_peer **cp,
+				 struct rdmaxfer_peer **sp)
+{
+	uint16_t port;
+
+	if (rdmaxfer_agent_create(attr, srv) ||
+	    rdmaxfer_agent_create(attr, cli) ||
+	    rdmaxfer_listen(*srv, addr, 0) ||
+	    rdmaxfer_listen_port(*srv, &port) ||
+	    rdmaxfer_connect(*cli, addr, port, 10000, cp) ||
+	    rdmaxfer_accept(*srv, 10000, sp))
+		return -1;
+	return 0;
 }
 
 /* Prepare, post and wait for one transfer (n pairs), then free it. */

@@ -41,18 +41,13 @@ static size_t psz;
 static int suite_init(void)
 {
 	struct rdmaxfer_agent_attr attr;
-	uint16_t port;
 
 	psz = (size_t)sysconf(_SC_PAGESIZE);
 	rdmaxfer_agent_attr_init(&attr);
 	attr.progress = RDMAXFER_PROGRESS_THREAD;
 	attr.flags = RDMAXFER_AGENT_NO_ENV;
 	attr.odp = RDMAXFER_ODP_AUTO;
-	if (rdmaxfer_agent_create(&attr, &srv) ||
-	    rdmaxfer_agent_create(&attr, &cli) ||
-	    rdmaxfer_listen(srv, addr, 0) || rdmaxfer_listen_port(srv, &port) ||
-	    rdmaxfer_connect(cli, addr, port, 10000, &cp) ||
-	    rdmaxfer_accept(srv, 10000, &sp))
+	if (new_agent_pair(&attr, addr, &srv, &cli, &cp, &sp))
 		return 1;
 	rdmaxfer_agent_odp_caps(srv, &caps);
 	lbuf = aligned_alloc(psz, LBUF_LEN);
@@ -76,16 +71,6 @@ static uint8_t *map(size_t len)
 
 	CU_ASSERT_FATAL(p != MAP_FAILED);
 	return p;
-}
-
-static size_t first_bad(const uint8_t *p, size_t len, uint32_t seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (p[i] != pat(i, seed))
-			return i;
-	return len;
 }
 
 /* Whether the server's auto policy serves access with ODP. */

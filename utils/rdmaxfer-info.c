@@ -422,6 +422,8 @@ static int show_device(struct ibv_device *dev)
 		jclose('}');
 		jnum("max_dm_size", (long long)ax.max_dm_size);
 		jstr("dmabuf", dmabuf);
+		jstr("dmabuf_path", strcmp(dmabuf, "no") ? "device" :
+		     "cpu-mapping fallback");
 		jnum("dmabuf_probe_errno", derr);
 		jstr("atomics", atomic_name(ax.orig_attr.atomic_cap));
 		jnum("max_inline", inl);
@@ -447,6 +449,12 @@ static int show_device(struct ibv_device *dev)
 		       ax.max_dm_size ? "" : " (none)");
 		printf("    dma-buf:       %s (ibv_reg_dmabuf_mr probe with an invalid fd: %s)\n",
 		       dmabuf, derr ? strerror(-derr) : "no error");
+		/* what rdmaxfer_mem_register_dmabuf() does with that answer */
+		printf("    dma-buf path:  %s\n", strcmp(dmabuf, "no") ?
+		       "device MR (ibv_reg_dmabuf_mr) under policy auto and on" :
+		       "device MR refused: policy on fails; auto and off use the "
+		       "CPU-mapping fallback (the dma-buf's mapping, its backing "
+		       "memfd's, or a staged copy)");
 		printf("    atomics:       %s\n",
 		       atomic_name(ax.orig_attr.atomic_cap));
 		if (inl >= 0)
@@ -551,8 +559,10 @@ static const struct {
 	  "rxe refuses it on both kernels; registered only where offered" },
 	{ "device memory (MEMIC) + KSM remap", "not validated",
 	  "rxe has no device memory; needs mlx5 (ConnectX-5 or later)" },
-	{ "dma-buf registration", "not validated",
-	  "rxe has no dma-buf path; needs mlx5 (or efa, irdma, ...)" },
+	{ "dma-buf: device MR (ibv_reg_dmabuf_mr)", "not validated",
+	  "rxe refuses it (EOPNOTSUPP, 6.1 and 7.3); needs mlx5 (or efa, irdma, ...); CUDA export never run" },
+	{ "dma-buf: CPU-mapping fallback", "rxe, Debian 6.1 and 7.3 kernels",
+	  "dmabuf suite, data checked: udmabuf via its memfd (7.3), staged copy (vgem 6.1 and 7.3, udmabuf 7.3)" },
 };
 
 static void show_paths(void)

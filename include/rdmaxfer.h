@@ -631,6 +631,51 @@ int rdmaxfer_prefetch(struct rdmaxfer_agent *agent,
 /* Name of an RDMAXFER_ODP_OP_* bit ("remote write", ...), "?" if none. */
 const char *rdmaxfer_odp_op_name(uint32_t op);
 
+/*
+ * Files as transfer endpoints (LIBRDMAXFER_1.5, rdmaxfer_file(3)): a file
+ * range (fd, offset, len) read into or written from local memory through
+ * io_uring (liburing), chunked and pipelined, or through pread/pwrite
+ * where io_uring is unavailable.  The remote legs are not implemented yet.
+ */
+struct rdmaxfer_file;
+
+struct rdmaxfer_file_desc {
+	int fd;
+	uint64_t offset;
+	uint64_t len;
+};
+
+#define RDMAXFER_FILE_DEF_CHUNK		(1U << 20)	/* bytes per I/O */
+#define RDMAXFER_FILE_DEF_QDEPTH	8		/* I/Os in flight */
+#define RDMAXFER_FILE_MAX_QDEPTH	4096
+#define RDMAXFER_FILE_REQUIRE_URING	(1U << 0) /* no pread fallback */
+#define RDMAXFER_FILE_NO_URING		(1U << 1) /* pread/pwrite only */
+#define RDMAXFER_FILE_MSG_MAX		256
+
+struct rdmaxfer_file_attr {
+	uint32_t chunk_size;	/* 0: RDMAXFER_FILE_DEF_CHUNK */
+	uint32_t queue_depth;	/* 0: RDMAXFER_FILE_DEF_QDEPTH */
+	uint32_t flags;		/* RDMAXFER_FILE_* */
+};
+
+enum rdmaxfer_file_backend {
+	RDMAXFER_FILE_IO_URING = 1,
+	RDMAXFER_FILE_PREAD = 2,
+};
+
+int rdmaxfer_file_create(const struct rdmaxfer_file_attr *attr,
+			 struct rdmaxfer_file **filep);
+void rdmaxfer_file_destroy(struct rdmaxfer_file *file);
+/* The backend in use (enum rdmaxfer_file_backend), -EINVAL on NULL. */
+int rdmaxfer_file_backend(const struct rdmaxfer_file *file);
+/* file range -> buf (len bytes) and buf -> file range; 0 or -errno. */
+int rdmaxfer_file_read(struct rdmaxfer_file *file,
+		       const struct rdmaxfer_file_desc *src, void *buf);
+int rdmaxfer_file_write(struct rdmaxfer_file *file, const void *buf,
+			const struct rdmaxfer_file_desc *dst);
+/* One line on the last failure or fallback ("" if none). */
+const char *rdmaxfer_file_msg(const struct rdmaxfer_file *file);
+
 #ifdef __cplusplus
 }
 #endif

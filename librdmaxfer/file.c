@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * file.c - files as transfer endpoints: a file range read into or written
+ * from local memory through io_uring (liburing).
+ *
+ * A range is cut into chunks of chunk_size bytes and up to queue_depth of
+ * them are in flight at once.  Everything that can be known before the
+ * first I/O is checked first (a closed fd, a directory, a read-only fd as
+ * destination, an offset past EOF, a file shorter than the range, O_DIRECT
+ * alignment), so bad input fails with -errno and a message without any
+ * I/O.  A short read or write is resubmitted for the rest of its chunk;
+ * a read that reaches EOF (the file shrank under us) fails with -ENODATA;
+ * a write is only reported done when every byte of the range was written.
+ * Where io_uring is unavailable (kernel.io_uring_disabled, seccomp, an old
+ * kernel) the engine falls back to pread/pwrite and says so in its
+ * message, unless RDMAXFER_FILE_REQUIRE_URING asks it to fail instead.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+struct rdmaxfer_file {
+	struct io_uring ring;
+	bool uring;
+	uint32_t chunk;
+	uint32_t qdepth;
+	char msg[RDMAXFER_FILE_MSG_MAX];
+};
+
+/* One chunk in flight: where it goes and how much of it is done. */
+struct file_io {
+	uint64_t off;
+	char *buf;
+	uint32_t len;
+	uint32_t done;
+};
+
+static int __attribute__((format(printf, 3, 4)))
+file_fail(struct rdmaxfer_file *file, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(file->msg, sizeof(file->msg), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+RX_EXPORT
+int rdmaxfer_file_create(const struct rdmaxfer_file_attr *attr,
+			 struct rdmaxfer_file **filep)
+{
+	struct rdmaxfer_file *file;
+	uint32_t flags = attr ? attr->flags : 0;
+	int ret;
+
+	if (!filep)
+		return -EINVAL;
+	*filep = NULL;
+	if (flags & ~(RDMAXFER_FILE_REQUIRE_URING | RDMAXFER_FILE_NO_URING))
+		return -EINVAL;
+	if ((flags & RDMAXFER_FILE_REQUIRE_URING) &&
+	    (flags & RDMAXFER_FILE_NO_URING))
+		return -EINVAL;
+	if (attr && attr->queue_depth > RDMAXFER_FILE_MAX_QDEPTH)
+		return -EINVAL;
+	file = calloc(1, sizeof(*file));
+	if (!file)
+		return -ENOMEM;
+	file->chunk = attr && attr->chunk_size ? attr->chunk_size :
+		      RDMAXFER_FILE_DEF_CHUNK;
+	file->qdepth = attr && attr->queue_depth ? attr->queue_depth :
+		       RDMAXFER_FILE_DEF_QDEPTH;
+	if (flags & RDMAXFER_FILE_NO_URING) {
+		snprintf(file->msg, sizeof(file->msg),
+			 "pread/pwrite: io_uring not used (asked for)");
+		*filep = file;
+		return 0;
+	}
+	ret = io_uring_queue_init(file->qdepth, &file->ring, 0);
+	if (ret < 0) {
+		if (flags & RDMAXFER_FILE_REQUIRE_URING) {
+			free(file);
+			return ret;
+		}
+		snprintf(file->msg, sizeof(file->msg),
+			 "pread/pwrite fallback: io_uring_queue_init: %s%s",
+			 strerror(-ret), ret == -EPERM ?
+			 " (kernel.io_uring_disabled?)" : "");
+	} else {
+		file->uring = true;
+	}
+	*filep = file;
+	return 0;
+}
+
+RX_EXPORT
+void rdmaxfer_file_destroy(struct rdmaxfer_file *file)
+{
+	if (!file)
+		return;
+	if (file->uring)
+		io_uring_queue_exit(&file->ring);
+	free(file);
+}
+
+RX_EXPORT
+int rdmaxfer_file_backend(const struct rdmaxfer_file *file)
+{
+	if (!file)
+		return -EINVAL;
+	return file->uring ? RDMAXFER_FILE_IO_URING : RDMAXFER_FILE_PREAD;
+}
+
+RX_EXPORT
+const char *rdmaxfer_file_msg(const struct rdmaxfer_file *file)
+{
+	return file ? file->msg : "";
+}
+
+/*
+ * O_DIRECT alignment of fd: statx(STATX_DIOALIGN) where the kernel and
+ * filesystem report it (6.1+), else the common 512 bytes for memory and
+ * file offsets.
+ */
+static void file_dio_align(int fd, uint32_t *mem_align, uint32_t *off_align)
+{
+	struct statx stx;
+
+	*mem_align = 512;
+	*off_align = 512;
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 &&
+	    (stx.stx_mask & STATX_DIOALIGN) && stx.stx_dio_offset_align) {
+		*mem_align = stx.stx_dio_mem_align;
+		*off_align = stx.stx_dio_offset_align;
+	}
+}
+
+/* Everything about a range that can fail before any I/O. */
+static int file_check(struct rdmaxfer_file *file,
+		      const struct rdmaxfer_file_desc *d, const void *buf,
+		      bool write)
+{
+	const char *what = write ? "destination" : "source";
+	uint32_t mem_align, off_align;
+	struct stat st;
+	int fl;
+
+	if (!d || !buf || !d->len)
+		return file_fail(file, -EINVAL, "%s: NULL or empty range",
+				 what);
+	if (d->offset > (uint64_t)INT64_MAX - d->len)
+		return file_fail(file, -EOVERFLOW,
+				 "%s: offset %llu + len %llu overflows", what,
+				 (unsigned long long)d->offset,
+				 (unsigned long long)d->len);
+	fl = fcntl(d->fd, F_GETFL);
+	if (fl < 0 || fstat(d->fd, &st) < 0)
+		return file_fail(file, -errno, "%s: fd %d: %s", what, d->fd,
+				 strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		return file_fail(file, -EISDIR, "%s: fd %d is a directory",
+				 what, d->fd);
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+		return file_fail(file, -ESPIPE,
+				 "%s: fd %d is not a regular file or block device",
+				 what, d->fd);
+	if (write && (fl & O_ACCMODE) == O_RDONLY)
+		return file_fail(file, -EBADF, "%s: fd %d is open read-only",
+				 what, d->fd);
+	if (!write && (fl & O_ACCMODE) == O_WRONLY)
+		return file_fail(file, -EBADF, "%s: fd %d is open write-only",
+				 what, d->fd);
+	if (write && (fl & O_APPEND))
+		return file_fail(file, -EINVAL,
+				 "%s: fd %d has O_APPEND, offsets would be ignored",
+				 what, d->fd);
+	if (!write && S_ISREG(st.st_mode)) {
+		if (d->offset > (uint64_t)st.st_size)
+			return file_fail(file, -ENXIO,
+					 "%s: offset %llu is past EOF (size %llu)",
+					 what, (unsigned long long)d->offset,
+					 (unsigned long long)st.st_size);
+		if (d->offset + d->len > (uint64_t)st.st_size)
+			return file_fail(file, -ENODATA,
+					 "%s: file size %llu is short of the range end %llu",
+					 what, (unsigned long long)st.st_size,
+					 (unsigned long long)(d->offset + d->len));
+	}
+	if (fl & O_DIRECT) {
+		file_dio_align(d->fd, &mem_align, &off_align);
+		if ((uintptr_t)buf % mem_align || d->offset % off_align ||
+		    d->len % off_align || file->chunk % off_align)
+			return file_fail(file, -EINVAL,
+					 "%s: O_DIRECT needs buffer aligned to %u and offset, len and chunk size to %u bytes",
+					 what, mem_align, off_align);
+	}
+	return 0;
+}
+
+static int file_pio(struct rdmaxfer_file *file,
+		    const struct rdmaxfer_file_desc *d, char *buf, bool write)
+{
+	uint64_t done = 0;
+	ssize_t n;
+
+	while (done < d->len) {
+		size_t len = d->len - done;
+
+		if (len > file->chunk)
+			len = file->chunk;
+		if (write)
+			n = pwrite(d->fd, buf + done, len, d->offset + done);
+		else
+			n = pread(d->fd, buf + done, len, d->offset + done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return file_fail(file, -errno, "%s at offset %llu: %s",
+					 write ? "pwrite" : "pread",
+					 (unsigned long long)(d->offset + done),
+					 strerror(errno));
+		if (n == 0)
+			return file_fail(file, write ? -EIO : -ENODATA,
+					 "%s at offset %llu: %s",
+					 write ? "pwrite" : "pread",
+					 (unsigned long long)(d->offset + done),
+					 write ? "wrote nothing" : "EOF");
+		done += n;
+	}
+	return 0;
+}
+
+static void file_queue(struct rdmaxfer_file *file, int fd, struct file_io *io,
+		       bool write)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&file->ring);
+
+	/* never NULL: at most qdepth I/Os are in flight on a qdepth ring */
+	if (write)
+		io_uring_prep_write(sqe, fd, io->buf + io->done,
+				    io->len - io->done, io->off + io->done);
+	else
+		io_uring_prep_read(sqe, fd, io->buf + io->done,
+				   io->len - io->done, io->off + io->done);
+	io_uring_sqe_set_data(sqe, io);
+}
+
+static void file_ring_reset(struct rdmaxfer_file *file)
+{
+	io_uring_queue_exit(&file->ring);
+	if (io_uring_queue_init(file->qdepth, &file->ring, 0) < 0)
+		file->uring = false;	/* pread/pwrite from now on */
+}
+
+/*
+ * Keep up to qdepth chunks in flight.  On the first error no new chunk is
+ * queued, the ones in flight are reaped (their buffers are the caller's),
+ * and that first error is returned.
+ */
+static int file_uring_io(struct rdmaxfer_file *file,
+			 const struct rdmaxfer_file_desc *d, char *buf,
+			 bool write)
+{
+	const char *op = write ? "write" : "read";
+	struct file_io *ios, *io;
+	uint64_t next = 0;
+	unsigned int inflight = 0, i;
+	struct io_uring_cqe *cqe;
+	int err = 0, ret;
+
+	ios = calloc(file->qdepth, sizeof(*ios));
+	if (!ios)
+		return file_fail(file, -ENOMEM, "out of memory");
+	for (i = 0; i < file->qdepth && next < d->len; i++) {
+		io = &ios[i];
+		io->off = d->offset + next;
+		io->buf = buf + next;
+		io->len = d->len - next < file->chunk ? d->len - next :
+			  file->chunk;
+		next += io->len;
+		file_queue(file, d->fd, io, write);
+		inflight++;
+	}
+	while (inflight) {
+		ret = io_uring_submit_and_wait(&file->ring, 1);
+		if (ret == -EINTR)
+			continue;
+		if (ret >= 0)
+			ret = io_uring_wait_cqe(&file->ring, &cqe);
+		if (ret == -EINTR)
+			continue;
+		if (ret < 0) {
+			/*
+			 * The ring cannot be trusted to drain: tearing it
+			 * down cancels and waits for what is in flight, so
+			 * the caller's buffer is free when we return.
+			 */
+			err = file_fail(file, ret, "io_uring: %s",
+					strerror(-ret));
+			file_ring_reset(file);
+			break;
+		}
+		io = io_uring_cqe_get_data(cqe);
+		ret = cqe->res;
+		io_uring_cqe_seen(&file->ring, cqe);
+		inflight--;
+		if (ret < 0 && !err)
+			err = file_fail(file, ret, "%s at offset %llu: %s", op,
+					(unsigned long long)(io->off + io->done),
+					strerror(-ret));
+		else if (ret == 0 && !err)
+			err = file_fail(file, write ? -EIO : -ENODATA,
+					"%s at offset %llu: %s", op,
+					(unsigned long long)(io->off + io->done),
+					write ? "wrote nothing" : "EOF");
+		if (err)
+			continue;
+		io->done += ret;
+		if (io->done < io->len) {	/* short: the rest again */
+			file_queue(file, d->fd, io, write);
+			inflight++;
+			continue;
+		}
+		if (next < d->len) {
+			io->off = d->offset + next;
+			io->buf = buf + next;
+			io->done = 0;
+			io->len = d->len - next < file->chunk ? d->len - next :
+				  file->chunk;
+			next += io->len;
+			file_queue(file, d->fd, io, write);
+			inflight++;
+		}
+	}
+	free(ios);
+	return err;
+}
+
+static int file_io(struct rdmaxfer_file *file,
+		   const struct rdmaxfer_file_desc *d, char *buf, bool write)
+{
+	int ret;
+
+	if (!file)
+		return -EINVAL;
+	file->msg[0] = '\0';
+	ret = file_check(file, d, buf, write);
+	if (ret)
+		return ret;
+	if (!file->uring)
+		return file_pio(file, d, buf, write);
+	return file_uring_io(file, d, buf, write);
+}
+
+RX_EXPORT
+int rdmaxfer_file_read(struct rdmaxfer_file *file,
+		       const struct rdmaxfer_file_desc *src, void *buf)
+{
+	return file_io(file, src, buf, false);
+}
+
+RX_EXPORT
+int rdmaxfer_file_write(struct rdmaxfer_file *file, const void *buf,
+			const struct rdmaxfer_file_desc *dst)
+{
+	return file_io(file, dst, (char *)buf, true);
+}

@@ -20,14 +20,22 @@
 #include "rdmaxfer.h"
 #include "rc_test.h"
 
-static char dir[] = "/tmp/rdmaxfer-file-XXXXXX";
-static char path[64];
+/* the directory under test: $RDMAXFER_FILE_DIR (the VM suite points it
+ * at tmpfs and at ext4 on a loop device), else /tmp */
+static const char *base;
+static char dir[256];
+static char path[300];
 
 static int suite_init(void)
 {
+	base = getenv("RDMAXFER_FILE_DIR");
+	if (!base || !*base)
+		base = "/tmp";
+	snprintf(dir, sizeof(dir), "%s/rdmaxfer-file-XXXXXX", base);
 	if (!mkdtemp(dir))
 		return -1;
 	snprintf(path, sizeof(path), "%s/data", dir);
+	rc_diag("files in %s", dir);
 	return 0;
 }
 
@@ -103,12 +111,18 @@ static void sizes(uint32_t flags)
 
 static void test_uring(void)
 {
-	struct rdmaxfer_file *f = NULL;
+	const char *e = getenv("RDMAXFER_FILE_EXPECT_NO_URING");
 	struct rdmaxfer_file_attr attr = {
 		.flags = RDMAXFER_FILE_REQUIRE_URING,
 	};
-	int ret = rdmaxfer_file_create(&attr, &f);
+	struct rdmaxfer_file *f = NULL;
+	int ret;
 
+	if (e && !strcmp(e, "1")) {
+		rc_skip("io_uring disabled on purpose for this run");
+		return;
+	}
+	ret = rdmaxfer_file_create(&attr, &f);
 	if (ret == -ENOSYS || ret == -EPERM) {
 		rc_skip("io_uring unavailable here: %s", strerror(-ret));
 		return;
@@ -244,24 +258,19 @@ static void test_bad_input(void)
 	bad_input(RDMAXFER_FILE_NO_URING);
 }
 
-/* O_DIRECT where the filesystem of /tmp (or /var/tmp) takes it */
+/* O_DIRECT where the filesystem under test takes it (tmpfs: 6.6+) */
 static void test_direct(void)
 {
-	static const char *dirs[] = { "/var/tmp", "/tmp" };
 	struct rdmaxfer_file *f = engine(0, 8192, 4);
 	struct rdmaxfer_file_desc d;
-	char dpath[64], *buf = NULL;
-	int fd = -1;
+	char dpath[300], *buf = NULL;
+	int fd;
 
 	CU_ASSERT_FATAL(f != NULL);
-	for (size_t i = 0; i < 2 && fd < 0; i++) {
-		snprintf(dpath, sizeof(dpath), "%s/rdmaxfer-dio-%d", dirs[i],
-			 (int)getpid());
-		fd = open(dpath, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT, 0600);
-	}
+	snprintf(dpath, sizeof(dpath), "%s/dio", dir);
+	fd = open(dpath, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT, 0600);
 	if (fd < 0) {
-		rc_skip("no O_DIRECT file in /var/tmp or /tmp: %s",
-			strerror(errno));
+		rc_skip("%s takes no O_DIRECT: %s", base, strerror(errno));
 		rdmaxfer_file_destroy(f);
 		return;
 	}
@@ -287,12 +296,42 @@ static void test_direct(void)
 	rdmaxfer_file_destroy(f);
 }
 
+/*
+ * With RDMAXFER_FILE_EXPECT_NO_URING=1 (the VM suite sets it after
+ * kernel.io_uring_disabled=2): REQUIRE_URING fails with the errno of
+ * io_uring_setup, the default falls back to pread/pwrite and says so.
+ */
+static void test_unavailable(void)
+{
+	struct rdmaxfer_file_attr attr = {
+		.flags = RDMAXFER_FILE_REQUIRE_URING,
+	};
+	const char *e = getenv("RDMAXFER_FILE_EXPECT_NO_URING");
+	struct rdmaxfer_file *f = NULL;
+	int ret;
+
+	if (!e || strcmp(e, "1")) {
+		rc_skip("io_uring is not disabled here (the VM suite disables it)");
+		return;
+	}
+	ret = rdmaxfer_file_create(&attr, &f);
+	CU_ASSERT(ret == -EPERM || ret == -ENOSYS);
+	CU_ASSERT(f == NULL);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_file_create(NULL, &f), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_file_backend(f), RDMAXFER_FILE_PREAD);
+	CU_ASSERT(strstr(rdmaxfer_file_msg(f), "fallback") != NULL);
+	rc_diag("%s", rdmaxfer_file_msg(f));
+	round_trip(f, (1 << 20) + 5, 3);
+	rdmaxfer_file_destroy(f);
+}
+
 static const struct rc_test_case cases[] = {
 	{ "bad_attr", test_bad_attr },
 	{ "io_uring_sizes", test_uring },
 	{ "pread_fallback_sizes", test_pread },
 	{ "bad_input", test_bad_input },
 	{ "o_direct", test_direct },
+	{ "io_uring_unavailable", test_unavailable },
 	{ NULL, NULL },
 };
 

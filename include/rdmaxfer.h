@@ -635,7 +635,8 @@ const char *rdmaxfer_odp_op_name(uint32_t op);
  * Files as transfer endpoints (LIBRDMAXFER_1.5, rdmaxfer_file(3)): a file
  * range (fd, offset, len) read into or written from local memory through
  * io_uring (liburing), chunked and pipelined, or through pread/pwrite
- * where io_uring is unavailable.  The remote legs are not implemented yet.
+ * where io_uring is unavailable; to and from a remote peer through a
+ * registered staging pool, pipelined.
  */
 struct rdmaxfer_file;
 
@@ -673,6 +674,20 @@ int rdmaxfer_file_read(struct rdmaxfer_file *file,
 		       const struct rdmaxfer_file_desc *src, void *buf);
 int rdmaxfer_file_write(struct rdmaxfer_file *file, const void *buf,
 			const struct rdmaxfer_file_desc *dst);
+/*
+ * file range -> remote (RDMA WRITE) and remote (RDMA READ) -> file through
+ * the engine's staging pool (queue_depth chunks, registered once with the
+ * peer's agent, which must outlive the engine), pipelined; blocking, at
+ * most timeout_ms (-1: no limit).  -ERANGE: remote smaller than the range.
+ */
+int rdmaxfer_file_to_peer(struct rdmaxfer_file *file,
+			  struct rdmaxfer_peer *peer,
+			  const struct rdmaxfer_file_desc *src,
+			  const struct rdmaxfer_desc *remote, int timeout_ms);
+int rdmaxfer_file_from_peer(struct rdmaxfer_file *file,
+			    struct rdmaxfer_peer *peer,
+			    const struct rdmaxfer_desc *remote,
+			    const struct rdmaxfer_file_desc *dst, int timeout_ms);
 /* One line on the last failure or fallback ("" if none). */
 const char *rdmaxfer_file_msg(const struct rdmaxfer_file *file);
 

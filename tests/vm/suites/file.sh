@@ -5,13 +5,16 @@
 # and pread/pwrite, bad input, O_DIRECT) with its files on tmpfs and on
 # ext4 on a loop device, then with kernel.io_uring_disabled=2 where the
 # kernel has that sysctl (6.6+): the fallback and REQUIRE_URING's error.
-# No RDMA: the remote legs of issue 15 are not implemented yet.
+# test_rdmaxfer_file_remote: file <-> remote peer on rxe, same two places.
 . "$RC_SRCDIR/tests/vm/guest-lib.sh"
 
 prog=$RC_BUILDDIR/tests/test_rdmaxfer_file
+rprog=$RC_BUILDDIR/tests/test_rdmaxfer_file_remote
 
 mkdir -p /tmp/file-tmpfs
 rc_run "file (tmpfs)" timeout 200 env RDMAXFER_FILE_DIR=/tmp/file-tmpfs "$prog"
+rc_run "file remote (tmpfs)" timeout 200 env RDMAXFER_FILE_DIR=/tmp/file-tmpfs \
+	RXE_ADDR="$RXE_ADDR" "$rprog"
 
 # ext4 on a loop device: the image lives on tmpfs, mkfs.ext4 and losetup
 # are the host's (the guest runs the host root over 9p).
@@ -29,6 +32,8 @@ ext4_setup()
 loopdev= mnt=
 if ext4_setup >/tmp/file-ext4.log 2>&1; then
 	rc_run "file (ext4 on loop)" timeout 200 env RDMAXFER_FILE_DIR=$mnt "$prog"
+	rc_run "file remote (ext4 on loop)" timeout 200 env \
+		RDMAXFER_FILE_DIR=$mnt RXE_ADDR="$RXE_ADDR" "$rprog"
 	umount $mnt
 	losetup -d "$loopdev"
 else

@@ -62,6 +62,26 @@ static inline int new_agent(enum rdmaxfer_progress_mode mode, uint32_t qps,
 	return rdmaxfer_agent_create(&attr, ap);
 }
 
+/*
+ * Two agents made from attr, the second connected to the first over
+ * loopback to addr: *cp is the client's peer, *sp the server's.
+ */
+static inline int loopback_pair(const struct rdmaxfer_agent_attr *attr,
+				const char *addr, struct rdmaxfer_agent **srv,
+				struct rdmaxfer_agent **cli,
+				struct rdmaxfer_peer **cp,
+				struct rdmaxfer_peer **sp)
+{
+	uint16_t port;
+
+	return rdmaxfer_agent_create(attr, srv) ||
+	       rdmaxfer_agent_create(attr, cli) ||
+	       rdmaxfer_listen(*srv, addr, 0) ||
+	       rdmaxfer_listen_port(*srv, &port) ||
+	       rdmaxfer_connect(*cli, addr, port, 10000, cp) ||
+	       rdmaxfer_accept(*srv, 10000, sp) ? -1 : 0;
+}
+
 /* Prepare, post and wait for one transfer (n pairs), then free it. */
 static inline int xfer_sync(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
 			    const struct rdmaxfer_iov *iov,

@@ -19,6 +19,9 @@
 #include "rdmaxfer.h"
 #include "rc_test.h"
 
+#define WAIT_MS 20000	/* every blocking call of the test */
+#include "rdmaxfer_test_util.h"
+
 #define CHUNK	65536
 #define QD	4
 #define RLEN	((size_t)CHUNK * QD * 3)	/* three pools' worth */
@@ -35,18 +38,13 @@ static int suite_init(void)
 {
 	struct rdmaxfer_agent_attr attr;
 	const char *dir = getenv("RDMAXFER_FILE_DIR");
-	uint16_t port;
 
 	snprintf(path, sizeof(path), "%s/rdmaxfer-file-remote.%d",
 		 dir && *dir ? dir : "/tmp", (int)getpid());
 	rdmaxfer_agent_attr_init(&attr);
 	attr.progress = RDMAXFER_PROGRESS_THREAD;
 	attr.flags = RDMAXFER_AGENT_NO_ENV;
-	if (rdmaxfer_agent_create(&attr, &srv) ||
-	    rdmaxfer_agent_create(&attr, &cli) ||
-	    rdmaxfer_listen(srv, addr, 0) || rdmaxfer_listen_port(srv, &port) ||
-	    rdmaxfer_connect(cli, addr, port, 10000, &cp) ||
-	    rdmaxfer_accept(srv, 10000, &sp))
+	if (loopback_pair(&attr, addr, &srv, &cli, &cp, &sp))
 		return 1;
 	if (posix_memalign((void **)&rbuf, 4096, RLEN) ||
 	    posix_memalign((void **)&lbuf, 4096, RLEN))
@@ -68,12 +66,6 @@ static int suite_clean(void)
 	return 0;
 }
 
-static void fill(char *p, size_t len, unsigned int seed)
-{
-	for (size_t i = 0; i < len; i++)
-		p[i] = (char)(i * 7 + seed + (i >> 16));
-}
-
 static struct rdmaxfer_file *engine(uint32_t flags)
 {
 	struct rdmaxfer_file_attr attr = {
@@ -93,19 +85,19 @@ static void both_ways(struct rdmaxfer_file *f, size_t len, int oflags)
 
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | oflags, 0600);
 	CU_ASSERT_FATAL(fd >= 0);
-	fill(lbuf, len, (unsigned int)len);
+	fill((uint8_t *)lbuf, len, (uint32_t)len);
 	CU_ASSERT_FATAL(pwrite(fd, lbuf, len, 0) == (ssize_t)len);
 	memset(rbuf, 0, RLEN);
 	d = (struct rdmaxfer_file_desc){ fd, 0, len };
-	ret = rdmaxfer_file_to_peer(f, cp, &d, &rdesc, 20000);
+	ret = rdmaxfer_file_to_peer(f, cp, &d, &rdesc, WAIT_MS);
 	CU_ASSERT_EQUAL(ret, 0);
 	if (ret)
 		rc_diag("to_peer %zu: %s", len, rdmaxfer_file_msg(f));
 	CU_ASSERT(!memcmp(rbuf, lbuf, len));
 	CU_ASSERT_EQUAL(rbuf[len], 0);	/* nothing past the range */
 
-	fill(rbuf, len, (unsigned int)len + 1);
-	ret = rdmaxfer_file_from_peer(f, cp, &rdesc, &d, 20000);
+	fill((uint8_t *)rbuf, len, (uint32_t)len + 1);
+	ret = rdmaxfer_file_from_peer(f, cp, &rdesc, &d, WAIT_MS);
 	CU_ASSERT_EQUAL(ret, 0);
 	if (ret)
 		rc_diag("from_peer %zu: %s", len, rdmaxfer_file_msg(f));
@@ -164,29 +156,29 @@ static void test_bad(void)
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	rd = open(path, O_RDONLY);
 	CU_ASSERT_FATAL(fd >= 0 && rd >= 0);
-	fill(lbuf, 8192, 5);
+	fill((uint8_t *)lbuf, 8192, 5);
 	CU_ASSERT_FATAL(pwrite(fd, lbuf, 8192, 0) == 8192);
 	small.len = 4096;
 	d = (struct rdmaxfer_file_desc){ fd, 0, 8192 };
-	CU_ASSERT_EQUAL(rdmaxfer_file_to_peer(f, cp, &d, &small, 5000),
+	CU_ASSERT_EQUAL(rdmaxfer_file_to_peer(f, cp, &d, &small, WAIT_MS),
 			-ERANGE);
-	CU_ASSERT_EQUAL(rdmaxfer_file_from_peer(f, cp, &small, &d, 5000),
+	CU_ASSERT_EQUAL(rdmaxfer_file_from_peer(f, cp, &small, &d, WAIT_MS),
 			-ERANGE);
 	d = (struct rdmaxfer_file_desc){ rd, 0, 4096 };
-	CU_ASSERT_EQUAL(rdmaxfer_file_from_peer(f, cp, &rdesc, &d, 5000),
+	CU_ASSERT_EQUAL(rdmaxfer_file_from_peer(f, cp, &rdesc, &d, WAIT_MS),
 			-EBADF);
 	d = (struct rdmaxfer_file_desc){ fd, 4096, 8192 };
-	CU_ASSERT_EQUAL(rdmaxfer_file_to_peer(f, cp, &d, &rdesc, 5000),
+	CU_ASSERT_EQUAL(rdmaxfer_file_to_peer(f, cp, &d, &rdesc, WAIT_MS),
 			-ENODATA);
-	CU_ASSERT_EQUAL(rdmaxfer_file_to_peer(f, NULL, &d, &rdesc, 5000),
+	CU_ASSERT_EQUAL(rdmaxfer_file_to_peer(f, NULL, &d, &rdesc, WAIT_MS),
 			-EINVAL);
 	/* the RDMA stage fails: a wrong rkey; the file is not touched */
 	bad.rkey ^= 0x5a5a00;
 	d = (struct rdmaxfer_file_desc){ fd, 0, 8192 };
-	CU_ASSERT(rdmaxfer_file_from_peer(f, cp, &bad, &d, 20000) < 0);
+	CU_ASSERT(rdmaxfer_file_from_peer(f, cp, &bad, &d, WAIT_MS) < 0);
 	rc_diag("bad rkey: %s", rdmaxfer_file_msg(f));
 	CU_ASSERT(strstr(rdmaxfer_file_msg(f), "RDMA READ") != NULL);
-	fill(rbuf, 8192, 5);
+	fill((uint8_t *)rbuf, 8192, 5);
 	CU_ASSERT(pread(fd, rbuf, 8192, 0) == 8192);
 	CU_ASSERT(!memcmp(rbuf, lbuf, 8192));
 	close(fd);

@@ -553,6 +553,8 @@ static const struct {
 	  "rxe has no device memory; needs mlx5 (ConnectX-5 or later)" },
 	{ "dma-buf registration", "not validated",
 	  "rxe has no dma-buf path; needs mlx5 (or efa, irdma, ...)" },
+	{ "file <-> memory/remote (io_uring)", "rxe, Debian 6.1 and 7.3 kernels",
+	  "file suite: tmpfs, ext4 on loop, O_DIRECT; 7.3 io_uring_disabled -> pread" },
 };
 
 static void show_paths(void)

@@ -738,6 +738,65 @@ int rdmaxfer_agent_dmabuf_caps(struct rdmaxfer_agent *agent,
  * copies the dma-buf into the host copy.  -EINVAL (not dma-buf, bad
  * flags). */
 int rdmaxfer_dmabuf_sync(const struct rdmaxfer_mem *mem, uint32_t flags);
+/*
+ * Files as transfer endpoints (LIBRDMAXFER_1.5, rdmaxfer_file(3)): a file
+ * range (fd, offset, len) read into or written from local memory through
+ * io_uring (liburing), chunked and pipelined, or through pread/pwrite
+ * where io_uring is unavailable; to and from a remote peer through a
+ * registered staging pool, pipelined.
+ */
+struct rdmaxfer_file;
+
+struct rdmaxfer_file_desc {
+	int fd;
+	uint64_t offset;
+	uint64_t len;
+};
+
+#define RDMAXFER_FILE_DEF_CHUNK		(1U << 20)	/* bytes per I/O */
+#define RDMAXFER_FILE_DEF_QDEPTH	8		/* I/Os in flight */
+#define RDMAXFER_FILE_MAX_QDEPTH	4096
+#define RDMAXFER_FILE_REQUIRE_URING	(1U << 0) /* no pread fallback */
+#define RDMAXFER_FILE_NO_URING		(1U << 1) /* pread/pwrite only */
+#define RDMAXFER_FILE_MSG_MAX		256
+
+struct rdmaxfer_file_attr {
+	uint32_t chunk_size;	/* 0: RDMAXFER_FILE_DEF_CHUNK */
+	uint32_t queue_depth;	/* 0: RDMAXFER_FILE_DEF_QDEPTH */
+	uint32_t flags;		/* RDMAXFER_FILE_* */
+};
+
+enum rdmaxfer_file_backend {
+	RDMAXFER_FILE_IO_URING = 1,
+	RDMAXFER_FILE_PREAD = 2,
+};
+
+int rdmaxfer_file_create(const struct rdmaxfer_file_attr *attr,
+			 struct rdmaxfer_file **filep);
+void rdmaxfer_file_destroy(struct rdmaxfer_file *file);
+/* The backend in use (enum rdmaxfer_file_backend), -EINVAL on NULL. */
+int rdmaxfer_file_backend(const struct rdmaxfer_file *file);
+/* file range -> buf (len bytes) and buf -> file range; 0 or -errno. */
+int rdmaxfer_file_read(struct rdmaxfer_file *file,
+		       const struct rdmaxfer_file_desc *src, void *buf);
+int rdmaxfer_file_write(struct rdmaxfer_file *file, const void *buf,
+			const struct rdmaxfer_file_desc *dst);
+/*
+ * file range -> remote (RDMA WRITE) and remote (RDMA READ) -> file through
+ * the engine's staging pool (queue_depth chunks, registered once with the
+ * peer's agent, which must outlive the engine), pipelined; blocking, at
+ * most timeout_ms (-1: no limit).  -ERANGE: remote smaller than the range.
+ */
+int rdmaxfer_file_to_peer(struct rdmaxfer_file *file,
+			  struct rdmaxfer_peer *peer,
+			  const struct rdmaxfer_file_desc *src,
+			  const struct rdmaxfer_desc *remote, int timeout_ms);
+int rdmaxfer_file_from_peer(struct rdmaxfer_file *file,
+			    struct rdmaxfer_peer *peer,
+			    const struct rdmaxfer_desc *remote,
+			    const struct rdmaxfer_file_desc *dst, int timeout_ms);
+/* One line on the last failure or fallback ("" if none). */
+const char *rdmaxfer_file_msg(const struct rdmaxfer_file *file);
 
 #ifdef __cplusplus
 }

@@ -50,6 +50,7 @@
 
 #include "bench_compare.h"
 #include "bench_reg.h"
+#include "bench_file.h"
 
 #define BENCH_MAGIC		0x48434e42U	/* "BNCH" */
 #define DEF_PORT		18520
@@ -67,12 +68,15 @@
 
 enum test {
 	T_WRITE_BW, T_READ_BW, T_WRITE_LAT, T_READ_LAT, T_FADD_LAT,
-	T_CSWAP_LAT, T_REG, T_NIXL, T_REG_ACCESS, T_COUNT
+	T_CSWAP_LAT, T_REG, T_NIXL, T_REG_ACCESS,
+	T_FILE,			/* bench_file.c */
+	T_COUNT
 };
 
 static const char *const test_names[T_COUNT] = {
 	"write_bw", "read_bw", "write_lat", "read_lat", "fadd_lat",
 	"cswap_lat", "reg", "nixl", "reg_access",
+	"file",
 };
 
 /* control messages (notification values) */
@@ -1197,6 +1201,19 @@ static int run_reg_access(void)
 	return bench_reg_access(&cfg);
 }
 
+/* file (bench_file.c): loopback on the address given, file in $TMPDIR */
+static int run_file(void)
+{
+	struct bench_file_cfg cfg = {
+		.addr = o.server,
+		.total = o.size,
+		.dir = getenv("TMPDIR"),
+		.csv = o.csv,
+	};
+
+	return bench_file(&cfg);
+}
+
 static int run_reg(void)
 {
 	struct rdmaxfer_agent *agent = NULL;
@@ -1697,7 +1714,7 @@ static void usage(FILE *f)
 "       %s [options] TEST SERVER     (client)\n"
 "       %s [options] reg|reg_access  (local, no server)\n"
 "tests: write_bw read_bw write_lat read_lat fadd_lat cswap_lat reg nixl\n"
-"       reg_access\n"
+"       reg_access file (file ADDR: loopback on ADDR, file in $TMPDIR)\n"
 "  -s, --size SIZE        message size (K/M/G suffixes; default 65536 bw, 2 lat)\n"
 "  -a, --all              all powers of two (2 B .. 8 MiB; reg: 4 KiB .. 64 MiB)\n"
 "  -n, --iters N          iterations (default 5000 bw, 1000 lat, 100 reg, 10 nixl)\n"
@@ -2034,6 +2051,7 @@ int main(int argc, char **argv)
 	}
 	if (!size_set)
 		o.size = o.test == T_REG || o.test == T_REG_ACCESS ? 1 << 20 :
+			 o.test == T_FILE ? 16 << 20 :
 			 is_lat(o.test) ? 2 : 65536;
 	if (is_atomic(o.test) && (size_set || o.all) && o.size != 8) {
 		fprintf(stderr, "%s: atomics move 8 bytes: -s/-a do not apply\n",
@@ -2063,6 +2081,8 @@ int main(int argc, char **argv)
 		ret = run_reg();
 	else if (o.test == T_REG_ACCESS)
 		ret = run_reg_access();
+	else if (o.test == T_FILE)
+		ret = run_file();
 	else if (o.server)
 		ret = run_client();
 	else

@@ -563,6 +563,8 @@ static const struct {
 	  "rxe refuses it (EOPNOTSUPP, 6.1 and 7.3); needs mlx5 (or efa, irdma, ...); CUDA export never run" },
 	{ "dma-buf: CPU-mapping fallback", "rxe, Debian 6.1 and 7.3 kernels",
 	  "dmabuf suite, data checked: udmabuf via its memfd (7.3), staged copy (vgem 6.1 and 7.3, udmabuf 7.3)" },
+	{ "file <-> memory/remote (io_uring)", "rxe, Debian 6.1 and 7.3 kernels",
+	  "file suite: tmpfs, ext4 on loop, O_DIRECT; 7.3 io_uring_disabled -> pread" },
 };
 
 static void show_paths(void)

@@ -1,0 +1,11 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# ring: the grain ring (librdmaxfer/ring.c, issue 14) between agents of one
+# guest over loopback RoCE to $RXE_ADDR: order and content over many laps,
+# credits against a slow target, the three completion styles, a split
+# grain, a doorbell batch, fan-out, bad input and a killed target.
+. "$RC_SRCDIR/tests/vm/guest-lib.sh"
+
+export RXE_ADDR RXE_GID_INDEX
+rc_run "rdmaxfer ring" timeout 300 env REGCACHE_MONITOR=uffd \
+	"$RC_BUILDDIR/tests/test_rdmaxfer_ring"

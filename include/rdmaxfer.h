@@ -671,20 +671,36 @@ struct rdmaxfer_grain {
 	uint64_t slot_size;
 };
 
+/*
+ * The grain ring (rdmaxfer_ring(3)): MXL's fabrics model.  A target
+ * registers n_slots slots of slot_size bytes (remote write only) and a
+ * credit word (remote read only) and exports a target info; an initiator
+ * attaches with it and puts grain i into slot i % n_slots as a WRITE with
+ * immediate (the index); the target takes grains (wait, poll or callback),
+ * reads them in place and releases them.  Credits: a put that would
+ * overwrite an unreleased slot blocks (bounded) or returns -EAGAIN, never
+ * laps.  The target's agent must listen; its notifications belong to the
+ * ring.  flags must be 0.
+ */
 int rdmaxfer_ring_create(struct rdmaxfer_agent *agent, uint32_t n_slots,
 			 size_t slot_size, uint32_t flags,
 			 struct rdmaxfer_ring **ringp);
 int rdmaxfer_ring_destroy(struct rdmaxfer_ring *ring);
 int rdmaxfer_ring_get_info(struct rdmaxfer_ring *ring,
 			   struct rdmaxfer_ring_info *info);
+/* Binary target info (a header around the metadata blob); -ENOSPC with
+ * *lenp the size needed.  Parsers: -EINVAL, -EPROTO (version), -ERANGE
+ * (geometry), -EOPNOTSUPP (flavour); *info untouched on error. */
 int rdmaxfer_ring_info_pack(const struct rdmaxfer_ring_info *info, void *buf,
 			    size_t cap, size_t *lenp);
 int rdmaxfer_ring_info_parse(const void *blob, size_t len,
 			     struct rdmaxfer_ring_info *info);
+/* One-line JSON form; returns its length, or -ENOSPC. */
 int rdmaxfer_ring_info_json(const struct rdmaxfer_ring_info *info, char *buf,
 			    size_t cap);
 int rdmaxfer_ring_info_parse_json(const char *text,
 				  struct rdmaxfer_ring_info *info);
+/* Next grain: timeout_ms 0 polls (-EAGAIN), -1 forever, else -ETIMEDOUT. */
 int rdmaxfer_ring_wait(struct rdmaxfer_ring *ring, int timeout_ms,
 		       struct rdmaxfer_grain *grain);
 typedef void (*rdmaxfer_ring_fn)(void *user, const struct rdmaxfer_grain *g);
@@ -692,13 +708,19 @@ int rdmaxfer_ring_set_cb(struct rdmaxfer_ring *ring, rdmaxfer_ring_fn fn,
 			 void *user);
 int rdmaxfer_ring_release(struct rdmaxfer_ring *ring, uint64_t index);
 
+/* Connect to the target and check the info (-ESTALE: another agent). */
 int rdmaxfer_ring_attach(struct rdmaxfer_agent *agent,
 			 const struct rdmaxfer_ring_info *info, int timeout_ms,
 			 struct rdmaxfer_ring_writer **wp);
+/* Put grain index (in order) from n local buffers; flags 0 or
+ * RDMAXFER_POST_MORE; timeout_ms 0: -EAGAIN without credit. */
 int rdmaxfer_ring_put(struct rdmaxfer_ring_writer *w, uint64_t index,
 		      const struct rdmaxfer_iov *iov, size_t n,
 		      unsigned int flags, int timeout_ms);
 int rdmaxfer_ring_flush(struct rdmaxfer_ring_writer *w, int timeout_ms);
+/* The writer's connection to the target (owned by the writer). */
+struct rdmaxfer_peer *
+rdmaxfer_ring_writer_peer(struct rdmaxfer_ring_writer *w);
 int rdmaxfer_ring_detach(struct rdmaxfer_ring_writer *w);
 
 #ifdef __cplusplus

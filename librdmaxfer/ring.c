@@ -516,6 +516,12 @@ int rdmaxfer_ring_flush(struct rdmaxfer_ring_writer *w, int timeout_ms)
 }
 
 RX_EXPORT
+struct rdmaxfer_peer *rdmaxfer_ring_writer_peer(struct rdmaxfer_ring_writer *w)
+{
+	return w ? w->peer : NULL;
+}
+
+RX_EXPORT
 int rdmaxfer_ring_detach(struct rdmaxfer_ring_writer *w)
 {
 	uint32_t i;

@@ -3,9 +3,12 @@
 # ring: the grain ring (librdmaxfer/ring.c, issue 14) between agents of one
 # guest over loopback RoCE to $RXE_ADDR: order and content over many laps,
 # credits against a slow target, the three completion styles, a split
-# grain, a doorbell batch, fan-out, bad input and a killed target.
+# grain, a doorbell batch, fan-out and bad input; then, on its own and
+# under its own limit, a target process killed mid-stream.
 . "$RC_SRCDIR/tests/vm/guest-lib.sh"
 
 export RXE_ADDR RXE_GID_INDEX
-rc_run "rdmaxfer ring" timeout 300 env REGCACHE_MONITOR=uffd \
-	"$RC_BUILDDIR/tests/test_rdmaxfer_ring"
+prog="$RC_BUILDDIR/tests/test_rdmaxfer_ring"
+rc_run "rdmaxfer ring" timeout 200 env REGCACHE_MONITOR=uffd "$prog"
+rc_run "rdmaxfer ring (killed target)" timeout 90 \
+	env REGCACHE_MONITOR=uffd "$prog" --killed

@@ -127,6 +127,14 @@ static void test_order_wrap_nonblocking(void)
 	uint64_t i, taken = 0, eagain = 0;
 	int ret;
 
+	/* Known problem: on Debian's 7.3 rxe the two-piece grain write of
+	 * this case is refused (IBV_WC_REM_ACCESS_ERR at the writer) after
+	 * some laps, and the grain never lands; not understood yet. */
+	if (getenv("RING_SKIP_SG")) {
+		rc_skip("two-piece grains refused on this kernel's rxe "
+			"(REM_ACCESS_ERR, under investigation)");
+		return;
+	}
 	CU_ASSERT_FATAL(target_open(4, slot, &t) == 0);
 	a = initiator();
 	src = malloc(len);

@@ -11,8 +11,4 @@
 
 export RXE_ADDR RXE_GID_INDEX
 prog="$RC_BUILDDIR/tests/test_rdmaxfer_ring"
-# 7.3: the non-blocking two-buffer case is skipped (failed there, see
-# the test and rdmaxfer_ring(3) BUGS)
-sg=
-[ "$RC_KERNEL" = 7.3 ] && sg=RING_SKIP_SG=1
-rc_run "rdmaxfer ring" timeout 200 env REGCACHE_MONITOR=uffd $sg "$prog"
+rc_run "rdmaxfer ring" timeout 200 env REGCACHE_MONITOR=uffd "$prog"

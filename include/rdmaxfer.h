@@ -797,6 +797,97 @@ int rdmaxfer_file_from_peer(struct rdmaxfer_file *file,
 			    const struct rdmaxfer_file_desc *dst, int timeout_ms);
 /* One line on the last failure or fallback ("" if none). */
 const char *rdmaxfer_file_msg(const struct rdmaxfer_file *file);
+/* ------------------------------------------------ grain ring (MXL), 1.4 */
+
+struct rdmaxfer_ring;		/* target side: the ring of slots */
+struct rdmaxfer_ring_writer;	/* initiator side: one per target */
+
+#define RDMAXFER_RING_MAGIC	0x52584452U	/* "RDXR" little-endian */
+#define RDMAXFER_RING_VERSION	1
+#define RDMAXFER_RING_MAX_SLOTS	65536
+#define RDMAXFER_RING_MAX_IOV	16	/* local buffers of one grain */
+#define RDMAXFER_RING_JSON_MAX	768	/* one-line form, NUL included */
+
+enum rdmaxfer_ring_flavour {
+	RDMAXFER_RING_DISCRETE = 1,	/* grains; the immediate: the index */
+	RDMAXFER_RING_CONTINUOUS = 2,	/* samples (reserved: -EOPNOTSUPP) */
+};
+
+/* What an initiator needs to write into a ring (see rdmaxfer_ring(3)). */
+struct rdmaxfer_ring_info {
+	uint32_t version;
+	uint32_t flavour;		/* enum rdmaxfer_ring_flavour */
+	uint32_t n_slots;
+	uint32_t reserved;
+	uint64_t slot_size;
+	uint64_t agent_id;		/* the target agent */
+	char device[RDMAXFER_DEVNAME_MAX];
+	char host[48];			/* its rdma_cm listen address */
+	uint16_t port;
+	struct rdmaxfer_desc slots;	/* n_slots * slot_size, remote write */
+	struct rdmaxfer_desc credit;	/* released-grain counter, remote read */
+};
+
+/* A grain delivered to the target, read in place until released. */
+struct rdmaxfer_grain {
+	uint64_t index;			/* grain index (64-bit, reconstructed) */
+	uint32_t slot;			/* index % n_slots */
+	uint32_t reserved;
+	void *data;			/* the slot, slot_size bytes */
+	uint64_t slot_size;
+};
+
+/*
+ * The grain ring (rdmaxfer_ring(3)): MXL's fabrics model.  A target
+ * registers n_slots slots of slot_size bytes (remote write only) and a
+ * credit word (remote read only) and exports a target info; an initiator
+ * attaches with it and puts grain i into slot i % n_slots as a WRITE with
+ * immediate (the index); the target takes grains (wait, poll or callback),
+ * reads them in place and releases them.  Credits: a put that would
+ * overwrite an unreleased slot blocks (bounded) or returns -EAGAIN, never
+ * laps.  The target's agent must listen; its notifications belong to the
+ * ring.  flags must be 0.
+ */
+int rdmaxfer_ring_create(struct rdmaxfer_agent *agent, uint32_t n_slots,
+			 size_t slot_size, uint32_t flags,
+			 struct rdmaxfer_ring **ringp);
+int rdmaxfer_ring_destroy(struct rdmaxfer_ring *ring);
+int rdmaxfer_ring_get_info(struct rdmaxfer_ring *ring,
+			   struct rdmaxfer_ring_info *info);
+/* Binary target info (a header around the metadata blob); -ENOSPC with
+ * *lenp the size needed.  Parsers: -EINVAL, -EPROTO (version), -ERANGE
+ * (geometry), -EOPNOTSUPP (flavour); *info untouched on error. */
+int rdmaxfer_ring_info_pack(const struct rdmaxfer_ring_info *info, void *buf,
+			    size_t cap, size_t *lenp);
+int rdmaxfer_ring_info_parse(const void *blob, size_t len,
+			     struct rdmaxfer_ring_info *info);
+/* One-line JSON form; returns its length, or -ENOSPC. */
+int rdmaxfer_ring_info_json(const struct rdmaxfer_ring_info *info, char *buf,
+			    size_t cap);
+int rdmaxfer_ring_info_parse_json(const char *text,
+				  struct rdmaxfer_ring_info *info);
+/* Next grain: timeout_ms 0 polls (-EAGAIN), -1 forever, else -ETIMEDOUT. */
+int rdmaxfer_ring_wait(struct rdmaxfer_ring *ring, int timeout_ms,
+		       struct rdmaxfer_grain *grain);
+typedef void (*rdmaxfer_ring_fn)(void *user, const struct rdmaxfer_grain *g);
+int rdmaxfer_ring_set_cb(struct rdmaxfer_ring *ring, rdmaxfer_ring_fn fn,
+			 void *user);
+int rdmaxfer_ring_release(struct rdmaxfer_ring *ring, uint64_t index);
+
+/* Connect to the target and check the info (-ESTALE: another agent). */
+int rdmaxfer_ring_attach(struct rdmaxfer_agent *agent,
+			 const struct rdmaxfer_ring_info *info, int timeout_ms,
+			 struct rdmaxfer_ring_writer **wp);
+/* Put grain index (in order) from n local buffers; flags 0 or
+ * RDMAXFER_POST_MORE; timeout_ms 0: -EAGAIN without credit. */
+int rdmaxfer_ring_put(struct rdmaxfer_ring_writer *w, uint64_t index,
+		      const struct rdmaxfer_iov *iov, size_t n,
+		      unsigned int flags, int timeout_ms);
+int rdmaxfer_ring_flush(struct rdmaxfer_ring_writer *w, int timeout_ms);
+/* The writer's connection to the target (owned by the writer). */
+struct rdmaxfer_peer *
+rdmaxfer_ring_writer_peer(struct rdmaxfer_ring_writer *w);
+int rdmaxfer_ring_detach(struct rdmaxfer_ring_writer *w);
 
 #ifdef __cplusplus
 }

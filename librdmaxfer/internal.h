@@ -449,6 +449,8 @@ int rx_copy_from_user(void *dst, const void *src, size_t len);
 size_t rx_md_size(size_t ndescs);
 int rx_md_encode(const struct rdmaxfer_md *md, void *buf, size_t cap,
 		 size_t *lenp);
+/* ring_info.c */
+int rx_ring_info_check(const struct rdmaxfer_ring_info *info);
 
 /*
  * hello.c (no verbs): the rdma_cm private data of a connect (hello) and of

@@ -51,6 +51,7 @@
 #include "bench_compare.h"
 #include "bench_reg.h"
 #include "bench_file.h"
+#include "bench_ring.h"
 
 #define BENCH_MAGIC		0x48434e42U	/* "BNCH" */
 #define DEF_PORT		18520
@@ -70,13 +71,14 @@ enum test {
 	T_WRITE_BW, T_READ_BW, T_WRITE_LAT, T_READ_LAT, T_FADD_LAT,
 	T_CSWAP_LAT, T_REG, T_NIXL, T_REG_ACCESS,
 	T_FILE,			/* bench_file.c */
+	T_RING,			/* bench_ring.c */
 	T_COUNT
 };
 
 static const char *const test_names[T_COUNT] = {
 	"write_bw", "read_bw", "write_lat", "read_lat", "fadd_lat",
 	"cswap_lat", "reg", "nixl", "reg_access",
-	"file",
+	"file", "ring",
 };
 
 /* control messages (notification values) */
@@ -1214,6 +1216,29 @@ static int run_file(void)
 	return bench_file(&cfg);
 }
 
+/* ring (bench_ring.c): -s one size, -a all, else 1 KiB, 64 KiB, 1 MiB,
+ * 4 MiB (a 1080p frame), 8 MiB */
+static int run_ring(void)
+{
+	static const uint64_t defaults[] = { 1024, 65536, 1 << 20, 4 << 20,
+					     8 << 20 };
+	struct bench_ring_cfg cfg = {
+		.iters = o.iters > 0 ? (uint32_t)o.iters : 0,
+		.csv = o.csv,
+		.make_agent = make_agent_with,
+	};
+	uint64_t sizes[32];
+
+	cfg.sizes = sizes;
+	if (o.all || o.size) {
+		cfg.nsizes = plan_sizes(sizes, 32);
+	} else {
+		cfg.sizes = defaults;
+		cfg.nsizes = sizeof(defaults) / sizeof(defaults[0]);
+	}
+	return bench_ring(&cfg);
+}
+
 static int run_reg(void)
 {
 	struct rdmaxfer_agent *agent = NULL;
@@ -1712,9 +1737,9 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: %s [options] TEST            (server)\n"
 "       %s [options] TEST SERVER     (client)\n"
-"       %s [options] reg|reg_access  (local, no server)\n"
+"       %s [options] reg|reg_access|ring  (local, no server)\n"
 "tests: write_bw read_bw write_lat read_lat fadd_lat cswap_lat reg nixl\n"
-"       reg_access file (file ADDR: loopback on ADDR, file in $TMPDIR)\n"
+"       reg_access ring file (file ADDR: loopback on ADDR, file in $TMPDIR)\n"
 "  -s, --size SIZE        message size (K/M/G suffixes; default 65536 bw, 2 lat)\n"
 "  -a, --all              all powers of two (2 B .. 8 MiB; reg: 4 KiB .. 64 MiB)\n"
 "  -n, --iters N          iterations (default 5000 bw, 1000 lat, 100 reg, 10 nixl)\n"
@@ -2050,7 +2075,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!size_set)
-		o.size = o.test == T_REG || o.test == T_REG_ACCESS ? 1 << 20 :
+		o.size = o.test == T_RING ? 0 :
+			 o.test == T_REG || o.test == T_REG_ACCESS ? 1 << 20 :
 			 o.test == T_FILE ? 16 << 20 :
 			 is_lat(o.test) ? 2 : 65536;
 	if (is_atomic(o.test) && (size_set || o.all) && o.size != 8) {
@@ -2083,6 +2109,8 @@ int main(int argc, char **argv)
 		ret = run_reg_access();
 	else if (o.test == T_FILE)
 		ret = run_file();
+	else if (o.test == T_RING)
+		ret = run_ring();
 	else if (o.server)
 		ret = run_client();
 	else

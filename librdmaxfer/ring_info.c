@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * ring_info.c - the grain ring's target info: binary blob and one-line
+ * JSON, encoders and bounds-checked parsers.
+ *
+ * The target info crosses machines and trust boundaries like the agent
+ * metadata blob, so the binary form is that blob (blob.c, which checks
+ * every length) behind a small fixed header of its own:
+ *     0 magic u32 "RDXR"   4 version u16   6 flavour u16
+ *     8 total length u32  12 slot count u32
+ *    16 slot size u64     24 agent metadata blob, exactly two
+ *                            descriptors: the slots, the credit word
+ * The text form is one flat JSON object on one line, for a file, a command
+ * line or a control plane; 64-bit numbers travel as "0x..." strings so
+ * that a JavaScript control plane does not round them.  Both parsers
+ * refuse anything they do not fully understand (unknown or repeated keys,
+ * escapes, another version) and check the ring's geometry.  No verbs:
+ * the host tests build this file alone.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define RING_HDR_LEN	24
+#define CREDIT_LEN	8
+
+static void put_le(uint8_t *p, uint64_t v, int bytes)
+{
+	int i;
+
+	for (i = 0; i < bytes; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *p, int bytes)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < bytes; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+/* The geometry and the fields every form must carry. */
+int rx_ring_info_check(const struct rdmaxfer_ring_info *info)
+{
+	if (!info)
+		return -EINVAL;
+	if (info->version != RDMAXFER_RING_VERSION)
+		return -EPROTO;
+	if (info->flavour == RDMAXFER_RING_CONTINUOUS)
+		return -EOPNOTSUPP;
+	if (info->flavour != RDMAXFER_RING_DISCRETE || info->reserved)
+		return -EINVAL;
+	if (!info->n_slots || info->n_slots > RDMAXFER_RING_MAX_SLOTS ||
+	    !info->slot_size)
+		return -EINVAL;
+	if (info->slot_size > UINT64_MAX / info->n_slots ||
+	    info->slot_size * info->n_slots > info->slots.len)
+		return -ERANGE;
+	if (info->slots.addr + info->slots.len < info->slots.addr ||
+	    info->credit.len < CREDIT_LEN ||
+	    info->credit.addr + info->credit.len < info->credit.addr)
+		return -ERANGE;
+	if (info->slots.kind != RDMAXFER_MEM_HOST ||
+	    info->credit.kind != RDMAXFER_MEM_HOST)
+		return -EOPNOTSUPP;
+	if (!memchr(info->host, 0, sizeof(info->host)) || !info->host[0] ||
+	    !info->port ||
+	    !memchr(info->device, 0, sizeof(info->device)))
+		return -EINVAL;
+	return 0;
+}
+
+RX_EXPORT
+int rdmaxfer_ring_info_pack(const struct rdmaxfer_ring_info *info, void *buf,
+			    size_t cap, size_t *lenp)
+{
+	struct rdmaxfer_desc descs[2];
+	struct rdmaxfer_md md;
+	uint8_t *p = buf;
+	size_t mdlen, len;
+	int ret;
+
+	if (!lenp)
+		return -EINVAL;
+	ret = rx_ring_info_check(info);
+	if (ret)
+		return ret;
+	memset(&md, 0, sizeof(md));
+	md.agent_id = info->agent_id;
+	snprintf(md.name, sizeof(md.name), "ring");
+	memcpy(md.device, info->device, sizeof(md.device));
+	md.listening = true;
+	memcpy(md.host, info->host, sizeof(md.host));
+	md.listen_port = info->port;
+	descs[0] = info->slots;
+	descs[1] = info->credit;
+	md.ndescs = 2;
+	md.descs = descs;
+	len = RING_HDR_LEN + rx_md_size(2);
+	*lenp = len;
+	if (!buf || cap < len)
+		return -ENOSPC;
+	ret = rx_md_encode(&md, p + RING_HDR_LEN, cap - RING_HDR_LEN, &mdlen);
+	if (ret)
+		return ret;
+	put_le(p, RDMAXFER_RING_MAGIC, 4);
+	put_le(p + 4, RDMAXFER_RING_VERSION, 2);
+	put_le(p + 6, info->flavour, 2);
+	put_le(p + 8, len, 4);
+	put_le(p + 12, info->n_slots, 4);
+	put_le(p + 16, info->slot_size, 8);
+	return 0;
+}
+
+RX_EXPORT
+int rdmaxfer_ring_info_parse(const void *blob, size_t len,
+			     struct rdmaxfer_ring_info *info)
+{
+	const uint8_t *p = blob;
+	struct rdmaxfer_ring_info out;
+	struct rdmaxfer_md *md;
+	int ret;
+
+	if (!blob || !info || len < RING_HDR_LEN)
+		return -EINVAL;
+	if (get_le(p, 4) != RDMAXFER_RING_MAGIC)
+		return -EINVAL;
+	if (get_le(p + 4, 2) != RDMAXFER_RING_VERSION)
+		return -EPROTO;
+	if (get_le(p + 8, 4) != len)
+		return -EINVAL;
+	ret = rdmaxfer_md_parse(p + RING_HDR_LEN, len - RING_HDR_LEN, &md);
+	if (ret)
+		return ret;
+	if (md->ndescs != 2 || !md->listening) {
+		rdmaxfer_md_free(md);
+		return -EINVAL;
+	}
+	memset(&out, 0, sizeof(out));
+	out.version = RDMAXFER_RING_VERSION;
+	out.flavour = (uint32_t)get_le(p + 6, 2);
+	out.n_slots = (uint32_t)get_le(p + 12, 4);
+	out.slot_size = get_le(p + 16, 8);
+	out.agent_id = md->agent_id;
+	memcpy(out.device, md->device, sizeof(out.device));
+	memcpy(out.host, md->host, sizeof(out.host));
+	out.port = md->listen_port;
+	out.slots = md->descs[0];
+	out.credit = md->descs[1];
+	rdmaxfer_md_free(md);
+	ret = rx_ring_info_check(&out);
+	if (!ret)
+		*info = out;
+	return ret;
+}
+
+RX_EXPORT
+int rdmaxfer_ring_info_json(const struct rdmaxfer_ring_info *info, char *buf,
+			    size_t cap)
+{
+	int ret, n;
+
+	ret = rx_ring_info_check(info);
+	if (ret)
+		return ret;
+	/* host and device were checked for no quote or backslash below */
+	if (strpbrk(info->host, "\"\\") || strpbrk(info->device, "\"\\"))
+		return -EINVAL;
+	n = snprintf(buf, buf ? cap : 0,
+		     "{\"rdmaxfer_ring\":%u,\"flavour\":\"discrete\","
+		     "\"n_slots\":%u,\"slot_size\":%" PRIu64 ","
+		     "\"agent_id\":\"0x%" PRIx64 "\",\"device\":\"%s\","
+		     "\"host\":\"%s\",\"port\":%u,"
+		     "\"addr\":\"0x%" PRIx64 "\",\"len\":%" PRIu64 ","
+		     "\"rkey\":%u,\"credit_addr\":\"0x%" PRIx64 "\","
+		     "\"credit_len\":%" PRIu64 ",\"credit_rkey\":%u}",
+		     info->version, info->n_slots, info->slot_size,
+		     info->agent_id, info->device, info->host, info->port,
+		     info->slots.addr, info->slots.len, info->slots.rkey,
+		     info->credit.addr, info->credit.len, info->credit.rkey);
+	if (n < 0)
+		return -EINVAL;
+	if (!buf || (size_t)n >= cap)
+		return -ENOSPC;
+	return n;
+}
+
+/* ------------------------------------------------------- JSON parsing */
+
+enum jtype { J_NUM, J_STR };
+
+struct jkey {
+	const char *name;
+	enum jtype type;
+	uint64_t max;
+};
+
+enum {
+	K_VERSION, K_FLAVOUR, K_NSLOTS, K_SLOTSZ, K_AGENT, K_DEVICE, K_HOST,
+	K_PORT, K_ADDR, K_LEN, K_RKEY, K_CADDR, K_CLEN, K_CRKEY, K_COUNT
+};
+
+static const struct jkey jkeys[K_COUNT] = {
+	[K_VERSION] = { "rdmaxfer_ring", J_NUM, UINT16_MAX },
+	[K_FLAVOUR] = { "flavour", J_STR, 0 },
+	[K_NSLOTS] = { "n_slots", J_NUM, UINT32_MAX },
+	[K_SLOTSZ] = { "slot_size", J_NUM, UINT64_MAX },
+	[K_AGENT] = { "agent_id", J_STR, 0 },
+	[K_DEVICE] = { "device", J_STR, 0 },
+	[K_HOST] = { "host", J_STR, 0 },
+	[K_PORT] = { "port", J_NUM, UINT16_MAX },
+	[K_ADDR] = { "addr", J_STR, 0 },
+	[K_LEN] = { "len", J_NUM, UINT64_MAX },
+	[K_RKEY] = { "rkey", J_NUM, UINT32_MAX },
+	[K_CADDR] = { "credit_addr", J_STR, 0 },
+	[K_CLEN] = { "credit_len", J_NUM, UINT64_MAX },
+	[K_CRKEY] = { "credit_rkey", J_NUM, UINT32_MAX },
+};
+
+static const char *skip_ws(const char *s)
+{
+	while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+		s++;
+	return s;
+}
+
+/* A string without escapes or control characters into out[cap]. */
+static const char *jstring(const char *s, char *out, size_t cap)
+{
+	size_t n = 0;
+
+	if (*s++ != '"')
+		return NULL;
+	while (*s != '"') {
+		if (!*s || *s == '\\' || (unsigned char)*s < 0x20 ||
+		    n + 1 >= cap)
+			return NULL;
+		out[n++] = *s++;
+	}
+	out[n] = 0;
+	return s + 1;
+}
+
+static const char *jnumber(const char *s, uint64_t max, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	if (*s < '0' || *s > '9' || (*s == '0' && s[1] >= '0' && s[1] <= '9'))
+		return NULL;
+	while (*s >= '0' && *s <= '9') {
+		unsigned int d = (unsigned int)(*s++ - '0');
+
+		if (x > (UINT64_MAX - d) / 10)
+			return NULL;
+		x = x * 10 + d;
+	}
+	if (x > max)
+		return NULL;
+	*v = x;
+	return s;
+}
+
+static int hex64(const char *s, uint64_t *v)
+{
+	uint64_t x = 0;
+	int n = 0;
+
+	if (s[0] != '0' || s[1] != 'x')
+		return -EINVAL;
+	for (s += 2; *s; s++, n++) {
+		int d;
+
+		if (*s >= '0' && *s <= '9')
+			d = *s - '0';
+		else if (*s >= 'a' && *s <= 'f')
+			d = *s - 'a' + 10;
+		else
+			return -EINVAL;
+		if (n == 16)
+			return -EINVAL;
+		x = x << 4 | (uint64_t)d;
+	}
+	if (!n)
+		return -EINVAL;
+	*v = x;
+	return 0;
+}
+
+struct jvals {
+	uint64_t num[K_COUNT];
+	char str[K_COUNT][RDMAXFER_DEVNAME_MAX];
+	bool seen[K_COUNT];
+};
+
+static int jparse(const char *s, struct jvals *jv)
+{
+	char key[24];
+	int k;
+
+	s = skip_ws(s);
+	if (*s++ != '{')
+		return -EINVAL;
+	for (;;) {
+		s = jstring(skip_ws(s), key, sizeof(key));
+		if (!s)
+			return -EINVAL;
+		for (k = 0; k < K_COUNT; k++)
+			if (!strcmp(key, jkeys[k].name))
+				break;
+		if (k == K_COUNT || jv->seen[k])
+			return -EINVAL;
+		jv->seen[k] = true;
+		s = skip_ws(s);
+		if (*s++ != ':')
+			return -EINVAL;
+		s = skip_ws(s);
+		if (jkeys[k].type == J_NUM)
+			s = jnumber(s, jkeys[k].max, &jv->num[k]);
+		else
+			s = jstring(s, jv->str[k], sizeof(jv->str[k]));
+		if (!s)
+			return -EINVAL;
+		s = skip_ws(s);
+		if (*s == '}')
+			break;
+		if (*s++ != ',')
+			return -EINVAL;
+	}
+	return *skip_ws(s + 1) ? -EINVAL : 0;
+}
+
+RX_EXPORT
+int rdmaxfer_ring_info_parse_json(const char *text,
+				  struct rdmaxfer_ring_info *info)
+{
+	struct rdmaxfer_ring_info out;
+	struct jvals *jv;
+	int ret, k;
+
+	if (!text || !info || strnlen(text, RDMAXFER_RING_JSON_MAX) >= RDMAXFER_RING_JSON_MAX)
+		return -EINVAL;
+	jv = calloc(1, sizeof(*jv));
+	if (!jv)
+		return -ENOMEM;
+	ret = jparse(text, jv);
+	for (k = 0; !ret && k < K_COUNT; k++)
+		if (!jv->seen[k])
+			ret = -EINVAL;
+	if (ret)
+		goto out;
+	memset(&out, 0, sizeof(out));
+	out.version = (uint32_t)jv->num[K_VERSION];
+	if (out.version != RDMAXFER_RING_VERSION) {
+		ret = -EPROTO;
+		goto out;
+	}
+	if (!strcmp(jv->str[K_FLAVOUR], "discrete"))
+		out.flavour = RDMAXFER_RING_DISCRETE;
+	else if (!strcmp(jv->str[K_FLAVOUR], "continuous"))
+		out.flavour = RDMAXFER_RING_CONTINUOUS;
+	out.n_slots = (uint32_t)jv->num[K_NSLOTS];
+	out.slot_size = jv->num[K_SLOTSZ];
+	memcpy(out.device, jv->str[K_DEVICE], sizeof(out.device));
+	if (strlen(jv->str[K_HOST]) >= sizeof(out.host)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	strcpy(out.host, jv->str[K_HOST]);
+	out.port = (uint16_t)jv->num[K_PORT];
+	out.slots.len = jv->num[K_LEN];
+	out.slots.rkey = (uint32_t)jv->num[K_RKEY];
+	out.slots.kind = RDMAXFER_MEM_HOST;
+	out.credit.len = jv->num[K_CLEN];
+	out.credit.rkey = (uint32_t)jv->num[K_CRKEY];
+	out.credit.kind = RDMAXFER_MEM_HOST;
+	ret = hex64(jv->str[K_AGENT], &out.agent_id);
+	if (!ret)
+		ret = hex64(jv->str[K_ADDR], &out.slots.addr);
+	if (!ret)
+		ret = hex64(jv->str[K_CADDR], &out.credit.addr);
+	if (!ret)
+		ret = rx_ring_info_check(&out);
+	if (!ret)
+		*info = out;
+out:
+	free(jv);
+	return ret;
+}

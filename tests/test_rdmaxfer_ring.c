@@ -1,0 +1,609 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * test_rdmaxfer_ring.c - the grain ring between agents over rxe (VM suite
+ * "ring"): targets are progress-thread agents listening on $RXE_ADDR, the
+ * initiator a caller-mode agent in the same process.  Every grain is
+ * checked byte for byte (a pattern seeded by its index) at the target,
+ * in order, over many laps; credits hold a writer back from a slow target
+ * (-EAGAIN, -ETIMEDOUT, then blocking until released) with the unreleased
+ * slot intact; completions by blocking wait, non-blocking poll and
+ * callback; a grain over the port's max message size (split by the
+ * library, immediate on the last piece); a doorbell batch; fan-out to two
+ * targets; bad input; and a target killed mid-stream (an error within a
+ * bound).  Skips (77) without $RXE_ADDR or a device.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#define WAIT_MS		20000
+
+#include "rdmaxfer_test_util.h"
+
+static const char *addr;
+
+struct target {
+	struct rdmaxfer_agent *agent;
+	struct rdmaxfer_ring *ring;
+	struct rdmaxfer_ring_info info;
+};
+
+static int target_open(uint32_t n, size_t slot, struct target *t)
+{
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	ret = new_agent(RDMAXFER_PROGRESS_THREAD, 1, &t->agent);
+	if (!ret)
+		ret = rdmaxfer_listen(t->agent, addr, 0);
+	if (!ret)
+		ret = rdmaxfer_ring_create(t->agent, n, slot, 0, &t->ring);
+	if (!ret)
+		ret = rdmaxfer_ring_get_info(t->ring, &t->info);
+	if (ret)
+		rc_diag("target: %s", rdmaxfer_strerror(ret));
+	return ret;
+}
+
+static void target_close(struct target *t)
+{
+	if (t->ring)
+		CU_ASSERT_EQUAL(rdmaxfer_ring_destroy(t->ring), 0);
+	if (t->agent)
+		rdmaxfer_agent_destroy(t->agent);
+}
+
+static bool grain_ok(const uint8_t *p, size_t len, uint64_t index)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != pat(i, (uint32_t)index))
+			return false;
+	return true;
+}
+
+/* Wait for the next grain at t, check it is 'index' with len bytes of
+ * its pattern, release it. */
+static int take(struct target *t, uint64_t index, size_t len, int timeout)
+{
+	struct rdmaxfer_grain g;
+	int ret;
+
+	ret = rdmaxfer_ring_wait(t->ring, timeout, &g);
+	if (ret)
+		return ret;
+	if (g.index != index || g.slot != index % t->info.n_slots ||
+	    !grain_ok(g.data, len, index)) {
+		rc_diag("grain %llu (slot %u): expected %llu",
+			(unsigned long long)g.index, g.slot,
+			(unsigned long long)index);
+		return -EBADMSG;
+	}
+	return rdmaxfer_ring_release(t->ring, g.index);
+}
+
+static struct rdmaxfer_agent *initiator(void)
+{
+	struct rdmaxfer_agent *a = NULL;
+
+	CU_ASSERT_EQUAL(new_agent(RDMAXFER_PROGRESS_CALLER, 1, &a), 0);
+	return a;
+}
+
+/* Put grains [from, to) of len bytes from src, blocking, each written
+ * before src is refilled for the next. */
+static void put_seq(struct rdmaxfer_ring_writer *w, uint64_t from,
+		    uint64_t to, uint8_t *src, size_t len)
+{
+	struct rdmaxfer_iov iov = { src, len };
+	uint64_t i;
+
+	for (i = from; i < to; i++) {
+		fill(src, len, (uint32_t)i);
+		CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_put(w, i, &iov, 1, 0,
+							WAIT_MS), 0);
+		CU_ASSERT_EQUAL(rdmaxfer_ring_flush(w, WAIT_MS), 0);
+	}
+}
+
+/* Many laps of a 4-slot ring, each grain from two local buffers; the
+ * writer never blocks: on -EAGAIN (no credit) the target takes one. */
+static void test_order_wrap_nonblocking(void)
+{
+	const size_t slot = 64 * 1024, len = slot - 100;
+	struct rdmaxfer_ring_writer *w;
+	struct rdmaxfer_agent *a;
+	struct rdmaxfer_iov iov[2];
+	struct rdmaxfer_grain g;
+	struct target t;
+	uint8_t *src;
+	uint64_t i, taken = 0, eagain = 0, spins = 0;
+	int ret;
+
+	CU_ASSERT_FATAL(target_open(4, slot, &t) == 0);
+	a = initiator();
+	src = malloc(len);
+	CU_ASSERT_FATAL(a && src);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_wait(t.ring, 0, &g), -EAGAIN);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_attach(a, &t.info, WAIT_MS, &w),
+			      0);
+	for (i = 0; i < 40; i++) {
+		fill(src, len, (uint32_t)i);
+		iov[0].addr = src;
+		iov[0].len = 1000;
+		iov[1].addr = src + 1000;
+		iov[1].len = len - 1000;
+		/* -EAGAIN: no credit, or the slot's previous write not yet
+		 * completed here (the target may have it already) */
+		while ((ret = rdmaxfer_ring_put(w, i, iov, 2, 0, 0)) ==
+		       -EAGAIN) {
+			eagain++;
+			if (taken == i) {
+				CU_ASSERT_FATAL(++spins < 200000);
+				continue;
+			}
+			ret = take(&t, taken, len, WAIT_MS);
+			CU_ASSERT_EQUAL_FATAL(ret, 0);
+			taken++;
+		}
+		CU_ASSERT_EQUAL_FATAL(ret, 0);
+		/* the source buffer is reused for the next grain */
+		CU_ASSERT_EQUAL(rdmaxfer_ring_flush(w, WAIT_MS), 0);
+	}
+	while (taken < 40) {
+		CU_ASSERT_EQUAL_FATAL(take(&t, taken, len, WAIT_MS), 0);
+		taken++;
+	}
+	rc_diag("40 grains over 10 laps; %llu puts found no credit",
+		(unsigned long long)eagain);
+	CU_ASSERT(eagain >= 32);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_wait(t.ring, 0, &g), -EAGAIN);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_detach(w), 0);
+	rdmaxfer_agent_destroy(a);
+	target_close(&t);
+	free(src);
+}
+
+struct slow {
+	struct target *t;
+	size_t len;
+	int n, ret;
+};
+
+static void *slow_consumer(void *p)
+{
+	struct slow *s = p;
+	int i;
+
+	usleep(300 * 1000);
+	for (i = 0; i < s->n && !s->ret; i++)
+		s->ret = take(s->t, (uint64_t)i, s->len, WAIT_MS);
+	return NULL;
+}
+
+/* A target that does not release: the 5th grain of a 4-slot ring gets
+ * -EAGAIN, then -ETIMEDOUT; a consumer that starts 300 ms late finds grain
+ * 0 intact in slot 0 (nothing lapped it) and lets the blocked puts
+ * through, every grain in order. */
+static void test_slow_consumer_credits(void)
+{
+	const size_t slot = 4096;
+	struct rdmaxfer_ring_writer *w;
+	struct rdmaxfer_agent *a;
+	struct rdmaxfer_iov iov;
+	struct target t;
+	struct slow s;
+	pthread_t th;
+	uint8_t src[4096];
+	double t0, blocked;
+
+	CU_ASSERT_FATAL(target_open(4, slot, &t) == 0);
+	a = initiator();
+	CU_ASSERT_FATAL(a != NULL);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_attach(a, &t.info, WAIT_MS, &w),
+			      0);
+	put_seq(w, 0, 4, src, slot);
+	iov.addr = src;
+	iov.len = slot;
+	fill(src, slot, 4);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_put(w, 4, &iov, 1, 0, 0), -EAGAIN);
+	t0 = now_s();
+	CU_ASSERT_EQUAL(rdmaxfer_ring_put(w, 4, &iov, 1, 0, 300), -ETIMEDOUT);
+	CU_ASSERT(now_s() - t0 < 10);
+	s.t = &t;
+	s.len = slot;
+	s.n = 12;
+	s.ret = 0;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, slow_consumer, &s), 0);
+	t0 = now_s();
+	CU_ASSERT_EQUAL(rdmaxfer_ring_put(w, 4, &iov, 1, 0, WAIT_MS), 0);
+	blocked = now_s() - t0;
+	CU_ASSERT_EQUAL(rdmaxfer_ring_flush(w, WAIT_MS), 0);
+	put_seq(w, 5, 12, src, slot);
+	pthread_join(th, NULL);
+	rc_diag("put of grain 4 blocked %.3f s for the slow consumer",
+		blocked);
+	CU_ASSERT(blocked > 0.2);
+	CU_ASSERT_EQUAL(s.ret, 0);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_detach(w), 0);
+	rdmaxfer_agent_destroy(a);
+	target_close(&t);
+}
+
+struct cb_state {
+	struct rdmaxfer_ring *ring;
+	size_t len;
+	pthread_mutex_t lock;
+	uint64_t seen, bad;
+};
+
+/* Called from the target's progress thread: check, release in place. */
+static void on_grain(void *user, const struct rdmaxfer_grain *g)
+{
+	struct cb_state *s = user;
+
+	pthread_mutex_lock(&s->lock);
+	if (g->index != s->seen || !grain_ok(g->data, s->len, g->index) ||
+	    rdmaxfer_ring_release(s->ring, g->index))
+		s->bad++;
+	s->seen++;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Completions by callback; blocking puts over 6 laps of a 2-slot ring. */
+static void test_callback(void)
+{
+	const size_t slot = 8192;
+	struct rdmaxfer_ring_writer *w;
+	struct rdmaxfer_agent *a;
+	struct rdmaxfer_grain g;
+	struct cb_state s;
+	struct target t;
+	uint8_t src[8192];
+	uint64_t seen = 0;
+	double t0;
+
+	CU_ASSERT_FATAL(target_open(2, slot, &t) == 0);
+	memset(&s, 0, sizeof(s));
+	s.ring = t.ring;
+	s.len = slot;
+	pthread_mutex_init(&s.lock, NULL);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_set_cb(t.ring, on_grain, &s), 0);
+	/* with a callback set the queue is not the ring's */
+	CU_ASSERT_EQUAL(rdmaxfer_ring_wait(t.ring, 0, &g), -EINVAL);
+	a = initiator();
+	CU_ASSERT_FATAL(a != NULL);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_attach(a, &t.info, WAIT_MS, &w),
+			      0);
+	put_seq(w, 0, 12, src, slot);
+	t0 = now_s();
+	while (now_s() - t0 < WAIT_MS / 1000.0) {
+		pthread_mutex_lock(&s.lock);
+		seen = s.seen;
+		pthread_mutex_unlock(&s.lock);
+		if (seen == 12)
+			break;
+		usleep(1000);
+	}
+	CU_ASSERT_EQUAL(seen, 12);
+	CU_ASSERT_EQUAL(s.bad, 0);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_set_cb(t.ring, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_detach(w), 0);
+	rdmaxfer_agent_destroy(a);
+	target_close(&t);
+	pthread_mutex_destroy(&s.lock);
+}
+
+/* A grain one page over the port's max message size: the library splits
+ * the write and the immediate comes with the last piece, after all the
+ * data (the target checks every byte when it sees it). */
+static void test_split_grain(void)
+{
+	struct rdmaxfer_agent_info ai;
+	struct rdmaxfer_ring_writer *w;
+	struct rdmaxfer_agent *a;
+	struct target t;
+	uint8_t *src;
+	size_t len;
+	uint64_t i;
+
+	a = initiator();
+	CU_ASSERT_FATAL(a != NULL);
+	rdmaxfer_agent_query(a, &ai);
+	if (ai.max_msg_size > 16 * MiB) {
+		rc_skip("port max message %u B: a split grain needs more "
+			"memory than this test takes", ai.max_msg_size);
+		rdmaxfer_agent_destroy(a);
+		return;
+	}
+	len = (size_t)ai.max_msg_size + 4096;
+	src = malloc(len);
+	CU_ASSERT_FATAL(src != NULL);
+	CU_ASSERT_FATAL(target_open(2, len, &t) == 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_attach(a, &t.info, WAIT_MS, &w),
+			      0);
+	for (i = 0; i < 3; i++) {
+		put_seq(w, i, i + 1, src, len);
+		CU_ASSERT_EQUAL(take(&t, i, len, WAIT_MS), 0);
+	}
+	rc_diag("3 grains of %zu B (max message %u B)", len, ai.max_msg_size);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_detach(w), 0);
+	rdmaxfer_agent_destroy(a);
+	target_close(&t);
+	free(src);
+}
+
+/* Eight grains behind one doorbell (RDMAXFER_POST_MORE on all but the
+ * last), each from its own buffer; then one target fed by two writers of
+ * one agent is not allowed, but two targets each fed by its own attach
+ * with the same buffer (fan-out) are. */
+static void test_batch_and_fanout(void)
+{
+	const size_t slot = 16384;
+	struct rdmaxfer_ring_writer *w, *w2;
+	struct rdmaxfer_agent *a;
+	struct rdmaxfer_iov iov;
+	struct target t, t2;
+	uint8_t *src;
+	uint64_t i;
+
+	CU_ASSERT_FATAL(target_open(8, slot, &t) == 0);
+	CU_ASSERT_FATAL(target_open(4, slot, &t2) == 0);
+	a = initiator();
+	src = malloc(8 * slot);
+	CU_ASSERT_FATAL(a && src);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_attach(a, &t.info, WAIT_MS, &w),
+			      0);
+	for (i = 0; i < 8; i++) {
+		fill(src + i * slot, slot, (uint32_t)i);
+		iov.addr = src + i * slot;
+		iov.len = slot;
+		CU_ASSERT_EQUAL(rdmaxfer_ring_put(w, i, &iov, 1,
+						  i < 7 ? RDMAXFER_POST_MORE :
+						  0, 0), 0);
+	}
+	CU_ASSERT_EQUAL(rdmaxfer_ring_flush(w, WAIT_MS), 0);
+	for (i = 0; i < 8; i++)
+		CU_ASSERT_EQUAL(take(&t, i, slot, WAIT_MS), 0);
+
+	/* fan-out: grain 8 of t and grain 0 of t2 from one buffer */
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_attach(a, &t2.info, WAIT_MS, &w2),
+			      0);
+	for (i = 0; i < 6; i++) {
+		struct rdmaxfer_grain g, g2;
+
+		fill(src, slot, (uint32_t)(100 + i));
+		iov.addr = src;
+		iov.len = slot;
+		CU_ASSERT_EQUAL(rdmaxfer_ring_put(w, 8 + i, &iov, 1, 0,
+						  WAIT_MS), 0);
+		CU_ASSERT_EQUAL(rdmaxfer_ring_put(w2, i, &iov, 1, 0, WAIT_MS),
+				0);
+		CU_ASSERT_EQUAL(rdmaxfer_ring_flush(w, WAIT_MS), 0);
+		CU_ASSERT_EQUAL(rdmaxfer_ring_flush(w2, WAIT_MS), 0);
+		CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_wait(t.ring, WAIT_MS, &g),
+				      0);
+		CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_wait(t2.ring, WAIT_MS,
+							 &g2), 0);
+		CU_ASSERT_EQUAL(g.index, 8 + i);
+		CU_ASSERT_EQUAL(g2.index, i);
+		CU_ASSERT(grain_ok(g.data, slot, 100 + i));
+		CU_ASSERT(grain_ok(g2.data, slot, 100 + i));
+		CU_ASSERT_EQUAL(rdmaxfer_ring_release(t.ring, g.index), 0);
+		CU_ASSERT_EQUAL(rdmaxfer_ring_release(t2.ring, g2.index), 0);
+	}
+	CU_ASSERT_EQUAL(rdmaxfer_ring_detach(w), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_detach(w2), 0);
+	rdmaxfer_agent_destroy(a);
+	target_close(&t);
+	target_close(&t2);
+	free(src);
+}
+
+/* Target info through both text and binary forms; then bad input. */
+static void test_info_and_bad_input(void)
+{
+	struct rdmaxfer_ring_info info, other;
+	struct rdmaxfer_ring_writer *w = NULL;
+	struct rdmaxfer_ring *r;
+	struct rdmaxfer_agent *a;
+	struct rdmaxfer_iov iov[RDMAXFER_RING_MAX_IOV + 1];
+	char text[RDMAXFER_RING_JSON_MAX];
+	uint8_t blob[512], src[4096];
+	struct target t;
+	size_t len;
+	int i;
+
+	CU_ASSERT_FATAL(target_open(4, 4096, &t) == 0);
+	a = initiator();
+	CU_ASSERT_FATAL(a != NULL);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_create(t.agent, 0, 4096, 0, &r),
+			-EINVAL);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_create(t.agent, 4, 0, 0, &r), -EINVAL);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_create(t.agent, 4, 4096, 1, &r),
+			-EINVAL);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_create(t.agent,
+					     RDMAXFER_RING_MAX_SLOTS + 1,
+					     4096, 0, &r), -EINVAL);
+	CU_ASSERT_FATAL(rdmaxfer_ring_info_json(&t.info, text,
+						sizeof(text)) > 0);
+	rc_diag("target info: %s", text);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_info_parse_json(text, &info), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_info_pack(&info, blob, sizeof(blob),
+						&len), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_info_parse(blob, len, &info), 0);
+	/* the info of another agent: refused at attach, nothing leaked */
+	other = info;
+	other.agent_id ^= 1;
+	CU_ASSERT_EQUAL(rdmaxfer_ring_attach(a, &other, WAIT_MS, &w),
+			-ESTALE);
+	/* slot size over the registered ring */
+	other = info;
+	other.slot_size = 8192;
+	CU_ASSERT_EQUAL(rdmaxfer_ring_attach(a, &other, WAIT_MS, &w),
+			-ERANGE);
+	/* a wrong rkey: the first credit read fails the attach */
+	other = info;
+	other.credit.rkey ^= 0x5a5a00;
+	CU_ASSERT(rdmaxfer_ring_attach(a, &other, WAIT_MS, &w) < 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_attach(a, &info, WAIT_MS, &w), 0);
+	for (i = 0; i <= RDMAXFER_RING_MAX_IOV; i++) {
+		iov[i].addr = src;
+		iov[i].len = 1;
+	}
+	CU_ASSERT_EQUAL(rdmaxfer_ring_put(w, 0, iov, 0, 0, 0), -EINVAL);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_put(w, 0, iov,
+					  RDMAXFER_RING_MAX_IOV + 1, 0, 0),
+			-EINVAL);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_put(w, 1, iov, 1, 0, 0), -EINVAL);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_put(w, 0, iov, 1, 1U << 7, 0), -EINVAL);
+	iov[0].len = 4097;
+	CU_ASSERT_EQUAL(rdmaxfer_ring_put(w, 0, iov, 1, 0, 0), -EMSGSIZE);
+	iov[0].len = 0;
+	CU_ASSERT_EQUAL(rdmaxfer_ring_put(w, 0, iov, 1, 0, 0), -EMSGSIZE);
+	iov[0].len = 4096;
+	iov[1].len = 1;
+	CU_ASSERT_EQUAL(rdmaxfer_ring_put(w, 0, iov, 2, 0, 0), -EMSGSIZE);
+	/* nothing was consumed by the refusals: grain 0 goes through */
+	fill(src, 4096, 0);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_put(w, 0, iov, 1, 0, WAIT_MS), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_flush(w, WAIT_MS), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_release(t.ring, 0), -EINVAL);
+	CU_ASSERT_EQUAL(take(&t, 0, 4096, WAIT_MS), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_release(t.ring, 0), -EINVAL);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_release(t.ring, 5), -EINVAL);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_detach(w), 0);
+	rdmaxfer_agent_destroy(a);
+	target_close(&t);
+}
+
+/* The target is a child process, killed (SIGKILL) with the writer
+ * attached: the writer's next puts fail within a bound, never hang, and
+ * the writer detaches cleanly. */
+static void test_killed_target(void)
+{
+	struct rdmaxfer_ring_info info;
+	struct rdmaxfer_ring_writer *w;
+	struct rdmaxfer_agent *a;
+	struct rdmaxfer_iov iov;
+	struct pollfd pfd;
+	uint8_t src[4096];
+	int fds[2], ret = 0;
+	uint64_t i;
+	double t0;
+	pid_t pid;
+
+	CU_ASSERT_FATAL(pipe(fds) == 0);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		char fd[16];
+
+		/* a fresh process: nothing of this one's verbs state */
+		close(fds[0]);
+		snprintf(fd, sizeof(fd), "%d", fds[1]);
+		execl("/proc/self/exe", "test_rdmaxfer_ring", "--target-child",
+		      fd, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	pfd.fd = fds[0];
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, WAIT_MS) != 1 ||
+	    read(fds[0], &info, sizeof(info)) != sizeof(info)) {
+		CU_FAIL("the target child sent no target info");
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		close(fds[0]);
+		return;
+	}
+	close(fds[0]);
+	a = initiator();
+	CU_ASSERT_FATAL(a != NULL);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_attach(a, &info, WAIT_MS, &w), 0);
+	iov.addr = src;
+	iov.len = sizeof(src);
+	fill(src, sizeof(src), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_put(w, 0, &iov, 1, 0, WAIT_MS), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_flush(w, WAIT_MS), 0);
+	/* not reaped until the writer is done: the dying target's rdma_cm
+	 * teardown waits for this side's answer to its disconnect */
+	kill(pid, SIGKILL);
+	t0 = now_s();
+	for (i = 1; i < 4 && !ret; i++)
+		ret = rdmaxfer_ring_put(w, i, &iov, 1, 0, 5000);
+	if (!ret)
+		ret = rdmaxfer_ring_flush(w, 5000);
+	rc_diag("after the target died: %s in %.2f s", rdmaxfer_strerror(ret),
+		now_s() - t0);
+	CU_ASSERT(ret < 0);
+	CU_ASSERT(now_s() - t0 < 40);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_detach(w), 0);
+	rc_diag("detached after %.2f s", now_s() - t0);
+	rdmaxfer_agent_destroy(a);
+	rc_diag("initiator gone after %.2f s", now_s() - t0);
+	while (waitpid(pid, NULL, WNOHANG) == 0 && now_s() - t0 < 60)
+		usleep(10000);
+}
+
+/* --target-child FD: a target for test_killed_target, until killed. */
+static int target_child(int fd)
+{
+	struct target t;
+	int i;
+
+	if (target_open(2, 4096, &t) ||
+	    write(fd, &t.info, sizeof(t.info)) != sizeof(t.info))
+		return 1;
+	for (i = 0; i < 600; i++)
+		usleep(100 * 1000);
+	return 1;
+}
+
+static const struct rc_test_case cases[] = {
+	{ "order_wrap_nonblocking", test_order_wrap_nonblocking },
+	{ "slow_consumer_credits", test_slow_consumer_credits },
+	{ "callback", test_callback },
+	{ "split_grain", test_split_grain },
+	{ "batch_and_fanout", test_batch_and_fanout },
+	{ "info_and_bad_input", test_info_and_bad_input },
+	{ NULL, NULL },
+};
+
+/* --killed: run on its own, under its own time limit */
+static const struct rc_test_case killed_cases[] = {
+	{ "killed_target", test_killed_target },
+	{ NULL, NULL },
+};
+
+int main(int argc, char **argv)
+{
+	bool killed = argc > 1 && !strcmp(argv[1], "--killed");
+	struct rdmaxfer_agent *probe;
+	int ret;
+
+	addr = getenv("RXE_ADDR");
+	if (argc > 2 && !strcmp(argv[1], "--target-child") && addr)
+		return target_child(atoi(argv[2]));
+	if (!addr || !*addr)
+		rc_skip_all("RXE_ADDR not set: needs the VM harness (rxe)");
+	ret = rdmaxfer_agent_create(NULL, &probe);
+	if (ret)
+		rc_skip_all("no usable RDMA device: %s", rdmaxfer_strerror(ret));
+	rdmaxfer_agent_destroy(probe);
+	signal(SIGPIPE, SIG_IGN);
+	if (killed) {
+		argc--;
+		argv++;
+	}
+	rc_add_suite("rdmaxfer_ring", NULL, NULL,
+		     killed ? killed_cases : cases);
+	return rc_test_main(argc, argv);
+}

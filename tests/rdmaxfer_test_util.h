@@ -36,6 +36,26 @@ static inline double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/*
+ * The guest's RoCE address ($RXE_ADDR, set by the VM harness).  Skips
+ * the whole program, saying why, where it is not set or where no agent
+ * can be made on the device.
+ */
+static inline const char *rxe_addr_or_skip(void)
+{
+	const char *a = getenv("RXE_ADDR");
+	struct rdmaxfer_agent *probe;
+	int ret;
+
+	if (!a || !*a)
+		rc_skip_all("RXE_ADDR not set: needs the VM harness (rxe)");
+	ret = rdmaxfer_agent_create(NULL, &probe);
+	if (ret)
+		rc_skip_all("no usable RDMA device: %s", rdmaxfer_strerror(ret));
+	rdmaxfer_agent_destroy(probe);
+	return a;
+}
+
 /* Byte i of a range filled with seed: position-dependent, so shifted or
  * truncated copies show. */
 static inline uint8_t pat(size_t i, uint32_t seed)

@@ -1489,18 +1489,9 @@ static const struct rc_test_case cases[] = {
 
 int main(int argc, char **argv)
 {
-	struct rdmaxfer_agent *probe;
-	int ret;
-
 	if (argc == 3 && !strcmp(argv[1], "--child-server"))
 		return child_server(argv[2]);
-	addr = getenv("RXE_ADDR");
-	if (!addr || !*addr)
-		rc_skip_all("RXE_ADDR not set: needs the VM harness (rxe)");
-	ret = rdmaxfer_agent_create(NULL, &probe);
-	if (ret)
-		rc_skip_all("no usable RDMA device: %s", rdmaxfer_strerror(ret));
-	rdmaxfer_agent_destroy(probe);
+	addr = rxe_addr_or_skip();
 	signal(SIGPIPE, SIG_IGN);
 	rc_add_suite("rdmaxfer", suite_init, suite_cleanup, cases);
 	return rc_test_main(argc, argv);

@@ -586,18 +586,11 @@ static const struct rc_test_case killed_cases[] = {
 int main(int argc, char **argv)
 {
 	bool killed = argc > 1 && !strcmp(argv[1], "--killed");
-	struct rdmaxfer_agent *probe;
-	int ret;
 
 	addr = getenv("RXE_ADDR");
 	if (argc > 2 && !strcmp(argv[1], "--target-child") && addr)
 		return target_child(atoi(argv[2]));
-	if (!addr || !*addr)
-		rc_skip_all("RXE_ADDR not set: needs the VM harness (rxe)");
-	ret = rdmaxfer_agent_create(NULL, &probe);
-	if (ret)
-		rc_skip_all("no usable RDMA device: %s", rdmaxfer_strerror(ret));
-	rdmaxfer_agent_destroy(probe);
+	addr = rxe_addr_or_skip();
 	signal(SIGPIPE, SIG_IGN);
 	if (killed) {
 		argc--;

@@ -979,17 +979,9 @@ static const struct rc_test_case removal_cases[] = {
 
 int main(int argc, char **argv)
 {
-	struct rdmaxfer_agent *probe;
 	const struct rc_test_case *last = NULL;
-	int ret;
 
-	addr = getenv("RXE_ADDR");
-	if (!addr || !*addr)
-		rc_skip_all("RXE_ADDR not set: needs the VM harness (rxe)");
-	ret = rdmaxfer_agent_create(NULL, &probe);
-	if (ret)
-		rc_skip_all("no usable RDMA device: %s", rdmaxfer_strerror(ret));
-	rdmaxfer_agent_destroy(probe);
+	addr = rxe_addr_or_skip();
 	signal(SIGPIPE, SIG_IGN);
 	if (argc > 1 && !strcmp(argv[1], "--removal"))
 		last = removal_cases;

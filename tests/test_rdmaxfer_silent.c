@@ -465,16 +465,9 @@ static const struct rc_test_case refused_cases[] = {
 
 int main(int argc, char **argv)
 {
-	struct rdmaxfer_agent *probe_agent;
 	int ret;
 
-	addr = getenv("RXE_ADDR");
-	if (!addr || !*addr)
-		rc_skip_all("RXE_ADDR not set: needs the VM harness (rxe)");
-	ret = rdmaxfer_agent_create(NULL, &probe_agent);
-	if (ret)
-		rc_skip_all("no usable RDMA device: %s", rdmaxfer_strerror(ret));
-	rdmaxfer_agent_destroy(probe_agent);
+	addr = rxe_addr_or_skip();
 	signal(SIGPIPE, SIG_IGN);
 	lbuf = aligned_alloc(4096, BUF_LEN);
 	if (!lbuf)

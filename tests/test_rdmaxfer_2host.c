@@ -15,14 +15,16 @@
  * transfer is checked on the host that holds the memory, never read back
  * by its writer.  Exit 0 after "BYE", 1 on error or timeout.
  *
- * Two more regions follow the buffer in the blob, and a command prefixed
- * "@1 " or "@2 " acts on them ("INFO n" says how each was registered):
- * 1 is an RDMAXFER_MEM_ODP region of never-touched memory (policy auto:
- * on-demand paging where the device's caps allow, else pinned); 2 is a
- * RDMAXFER_MEM_DMABUF region of a real dma-buf (udmabuf, else vgem),
- * read and written by the server through its own mapping of the dma-buf
- * inside rdmaxfer_dmabuf_sync(); without an exporter the blob has no
- * third descriptor and "INFO 2" answers "OK skip: ...".
+ * More regions follow the buffer in the blob, and a command prefixed
+ * "@N " acts on region N ("INFO N" says how it was registered): 1 is an
+ * RDMAXFER_MEM_ODP region of never-touched memory (policy auto: on-demand
+ * paging where the device's caps allow every operation, else pinned); 2
+ * the same with remote atomic access only (auto uses ODP for fewer
+ * operations than all on some devices: 7.3's rxe); 3 a RDMAXFER_MEM_DMABUF
+ * region of a real dma-buf (udmabuf, else vgem), read and written by the
+ * server through its own mapping of the dma-buf inside
+ * rdmaxfer_dmabuf_sync(); without an exporter the blob has no fourth
+ * descriptor and "INFO 3" answers "OK skip: ...".
  *
  * Without --server (guest B) this is the CUnit/TAP client: it connects to
  * $RC_PEER_ADDR:$RC_PEER_PORT and runs the cases.  Skips (77) without
@@ -54,7 +56,8 @@
 #define DB_LEN		(2 * MiB)	/* the dma-buf */
 #define DB_OFF		4096		/* the region inside it */
 #define DB_REG		(MiB + 2 * 65536)
-#define NREGIONS	3
+#define ODP_ATOMIC_LEN	65536		/* the atomic-only ODP region */
+#define NREGIONS	4
 
 /* Index of the first byte that differs from the pattern, or -1. */
 static long mismatch(const uint8_t *p, size_t len, uint32_t seed)
@@ -196,21 +199,22 @@ static void command(const char *cmd, char *out, size_t cap)
 	}
 }
 
-/* Region 1: RDMAXFER_MEM_ODP on never-touched memory. */
-static int odp_region(struct rdmaxfer_agent *agent, struct region *r)
+/* Regions 1 and 2: RDMAXFER_MEM_ODP on never-touched memory. */
+static int odp_region(struct rdmaxfer_agent *agent, struct region *r,
+		      size_t len, uint32_t access)
 {
 	struct rdmaxfer_odp_caps caps;
 	int ret;
 
-	r->len = ODP_LEN;
-	r->p = mmap(NULL, ODP_LEN, PROT_READ | PROT_WRITE,
+	r->len = len;
+	r->p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (r->p == MAP_FAILED) {
 		r->p = NULL;
 		return -errno;
 	}
-	ret = rdmaxfer_mem_register(agent, r->p, ODP_LEN, RDMAXFER_MEM_ODP,
-				    &r->mem);
+	ret = rdmaxfer_mem_register_access(agent, r->p, len, RDMAXFER_MEM_ODP,
+					   access, &r->mem);
 	if (!ret)
 		ret = rdmaxfer_agent_odp_caps(agent, &caps);
 	if (ret)
@@ -220,12 +224,13 @@ static int odp_region(struct rdmaxfer_agent *agent, struct region *r)
 		 "OK %s (policy %u, device ops %#x, auto ops %#x, self-test %d)%s%.120s",
 		 ret == 1 ? "on-demand paging" : "pinned fallback", caps.policy,
 		 caps.device_ops, caps.auto_ops, caps.selftest,
-		 caps.reason[0] ? ": " : "", caps.reason);
+		 ret != 1 && caps.reason[0] ? ": " : "",
+		 ret != 1 ? caps.reason : "");
 	return ret < 0 ? ret : 0;
 }
 
 /*
- * Region 2: a dma-buf from udmabuf (registered with its memfd as backing)
+ * Region 3: a dma-buf from udmabuf (registered with its memfd as backing)
  * or vgem (the staged copy), the default policy (auto: the device path
  * where the device takes it).  r->p is the server's own mapping of the
  * dma-buf.  No exporter: no region, and why in r->info.
@@ -306,10 +311,14 @@ static int serve(const char *host, uint16_t port)
 		ret = rdmaxfer_mem_register(agent, r0->p, SRV_LEN,
 					    RDMAXFER_MEM_HOST, &r0->mem);
 	if (!ret)
-		ret = odp_region(agent, &regions[1]);
+		ret = odp_region(agent, &regions[1], ODP_LEN,
+				 RDMAXFER_ACCESS_REMOTE);
+	if (!ret)
+		ret = odp_region(agent, &regions[2], ODP_ATOMIC_LEN,
+				 RDMAXFER_ACCESS_REMOTE_ATOMIC);
 	/* a dma-buf that fails is the client's test failing, not all */
-	if (!ret && (k = dmabuf_region(agent, &regions[2], fds)))
-		snprintf(regions[2].info, sizeof(regions[2].info),
+	if (!ret && (k = dmabuf_region(agent, &regions[3], fds)))
+		snprintf(regions[3].info, sizeof(regions[3].info),
 			 "BAD dma-buf region: %s", rdmaxfer_strerror(k));
 	for (nregions = 0; !ret && nregions < NREGIONS &&
 	     regions[nregions].mem; nregions++) {
@@ -376,10 +385,11 @@ out:
 			ret = -EIO;
 	rdmaxfer_agent_destroy(agent);
 	free(r0->p);
-	if (regions[1].p)
-		munmap(regions[1].p, ODP_LEN);
-	if (regions[2].p)
-		munmap(regions[2].p - DB_OFF, DB_LEN);
+	for (i = 1; i < 3; i++)
+		if (regions[i].p)
+			munmap(regions[i].p, regions[i].len);
+	if (regions[3].p)
+		munmap(regions[3].p - DB_OFF, DB_LEN);
 	for (i = 0; i < 3; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
@@ -395,6 +405,7 @@ static struct rdmaxfer_peer *peer;
 static struct rdmaxfer_md *smd;		/* the server's metadata */
 static struct rdmaxfer_desc rbuf;	/* the server's buffer */
 static struct rdmaxfer_desc odp_desc;	/* its ODP region */
+static struct rdmaxfer_desc odpa_desc;	/* its atomic-only ODP region */
 static struct rdmaxfer_desc db_desc;	/* its dma-buf region (len 0: none) */
 static uint8_t blob[RDMAXFER_NOTIF_MSG_MAX];
 static size_t blob_len;
@@ -467,14 +478,15 @@ static int suite_init(void)
 	blob_len = n.len;
 	memcpy(blob, n.data, blob_len);
 	ret = rdmaxfer_md_parse(blob, blob_len, &smd);
-	if (ret || smd->ndescs < 2 || smd->ndescs > NREGIONS) {
+	if (ret || smd->ndescs < 3 || smd->ndescs > NREGIONS) {
 		fprintf(stderr, "server metadata: %s\n", rdmaxfer_strerror(ret));
 		return 1;
 	}
 	rbuf = smd->descs[0];
 	odp_desc = smd->descs[1];
-	if (smd->ndescs > 2)
-		db_desc = smd->descs[2];
+	odpa_desc = smd->descs[2];
+	if (smd->ndescs > 3)
+		db_desc = smd->descs[3];
 	return 0;
 }
 
@@ -824,27 +836,60 @@ static void write_read_region(unsigned int r, const struct rdmaxfer_desc *rd)
 	}
 }
 
-/* An RDMAXFER_MEM_ODP region: on-demand paging or its pinned fallback. */
-static void test_odp_region(void)
+/* How the server registered ODP region r: the descriptor says what the
+ * memory really is. */
+static void odp_info(unsigned int r, const struct rdmaxfer_desc *rd)
 {
 	bool odp;
 
-	CU_ASSERT_EQUAL_FATAL(ask("INFO 1"), 0);
-	rc_diag("server region 1: %s", answer + 3);
+	CU_ASSERT_EQUAL_FATAL(ask("INFO %u", r), 0);
+	rc_diag("server region %u: %s", r, answer + 3);
 	odp = !strncmp(answer, "OK on-demand paging", 19);
-	/* the descriptor says what the memory really is */
-	CU_ASSERT_EQUAL(odp_desc.kind, odp ? RDMAXFER_MEM_ODP :
-			RDMAXFER_MEM_HOST);
+	CU_ASSERT_EQUAL(rd->kind, odp ? RDMAXFER_MEM_ODP : RDMAXFER_MEM_HOST);
+}
+
+/* An RDMAXFER_MEM_ODP region: on-demand paging or its pinned fallback. */
+static void test_odp_region(void)
+{
+	odp_info(1, &odp_desc);
 	CU_ASSERT_EQUAL(odp_desc.len, ODP_LEN);
 	write_read_region(1, &odp_desc);
+}
+
+/* Fetch-and-add on two never-touched pages of the atomic-only ODP
+ * region; the words checked on the server. */
+static void test_odp_atomic(void)
+{
+	uint64_t *res = aligned_alloc(64, 64);
+	struct rdmaxfer_req *req;
+	uint64_t off, i;
+
+	CU_ASSERT_FATAL(res != NULL);
+	odp_info(2, &odpa_desc);
+	CU_ASSERT_EQUAL(odpa_desc.len, ODP_ATOMIC_LEN);
+	for (off = 8; off < ODP_ATOMIC_LEN; off += ODP_ATOMIC_LEN / 2) {
+		CU_ASSERT_EQUAL_FATAL(rdmaxfer_atomic_prepare(peer,
+				RDMAXFER_OP_FADD, &odpa_desc, off, 7, 0, res,
+				&req), 0);
+		for (i = 0; i < 5; i++) {
+			*res = 1;
+			CU_ASSERT_EQUAL(rdmaxfer_req_post(req), 0);
+			CU_ASSERT_EQUAL(rdmaxfer_req_wait(req, WAIT_MS), 0);
+			CU_ASSERT_EQUAL(*res, 7 * i);
+		}
+		rdmaxfer_req_free(req);
+		CU_ASSERT_EQUAL(ask("@2 WORD %llu", (unsigned long long)off), 0);
+		CU_ASSERT(!strcmp(answer, "OK 35"));
+	}
+	free(res);
 }
 
 /* A dma-buf region (through its fallback on rxe), bytes checked by the
  * server through its mapping of the dma-buf. */
 static void test_dmabuf_region(void)
 {
-	CU_ASSERT_EQUAL_FATAL(ask("INFO 2"), 0);
-	rc_diag("server region 2: %s", answer + 3);
+	CU_ASSERT_EQUAL_FATAL(ask("INFO 3"), 0);
+	rc_diag("server region 3: %s", answer + 3);
 	if (!db_desc.len) {
 		if (!strncmp(answer, "OK skip: ", 9)) {
 			rc_skip("%s", answer + 9);
@@ -855,8 +900,8 @@ static void test_dmabuf_region(void)
 	}
 	CU_ASSERT_EQUAL(db_desc.kind, RDMAXFER_MEM_DMABUF);
 	CU_ASSERT_EQUAL(db_desc.len, DB_REG);
-	CU_ASSERT_EQUAL_FATAL(ask("@2 ZERO 0 %lu", DB_REG), 0);
-	write_read_region(2, &db_desc);
+	CU_ASSERT_EQUAL_FATAL(ask("@3 ZERO 0 %lu", DB_REG), 0);
+	write_read_region(3, &db_desc);
 }
 
 static const struct rc_test_case cases[] = {
@@ -871,6 +916,7 @@ static const struct rc_test_case cases[] = {
 	{ "error_bad_rkey", test_bad_rkey },
 	{ "error_out_of_bounds", test_out_of_bounds },
 	{ "odp_region", test_odp_region },
+	{ "odp_atomic", test_odp_atomic },
 	{ "dmabuf_region", test_dmabuf_region },
 	{ NULL, NULL },
 };

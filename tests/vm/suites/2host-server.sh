@@ -15,13 +15,7 @@ BENCH=$RC_BUILDDIR/utils/rdmaxfer-bench
 
 # dma-buf exporters for the server's dma-buf region (udmabuf, else vgem);
 # either may be missing: the client's dmabuf_region point then skips
-modprobe udmabuf 2>/dev/null
-modprobe vgem 2>/dev/null
-i=0
-while [ ! -c /dev/udmabuf ] && [ ! -e /dev/dri/card0 ] && [ $i -lt 20 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
+rc_dmabuf_exporters
 
 rc_check "rdmaxfer server role (commands, data checks)" \
 	timeout 600 env REGCACHE_MONITOR=uffd "$prog" --server "$RXE_ADDR" "$RC_2HOST_PORT"

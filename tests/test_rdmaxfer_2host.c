@@ -15,11 +15,25 @@
  * transfer is checked on the host that holds the memory, never read back
  * by its writer.  Exit 0 after "BYE", 1 on error or timeout.
  *
+ * More regions follow the buffer in the blob, and a command prefixed
+ * "@N " acts on region N ("INFO N" says how it was registered): 1 is an
+ * RDMAXFER_MEM_ODP region of never-touched memory (policy auto: on-demand
+ * paging where the device's caps allow every operation, else pinned); 2
+ * the same with remote atomic access only (auto uses ODP for fewer
+ * operations than all on some devices: 7.3's rxe); 3 a RDMAXFER_MEM_DMABUF
+ * region of a real dma-buf (udmabuf, else vgem), read and written by the
+ * server through its own mapping of the dma-buf inside
+ * rdmaxfer_dmabuf_sync(); without an exporter the blob has no fourth
+ * descriptor and "INFO 3" answers "OK skip: ...".
+ *
  * Without --server (guest B) this is the CUnit/TAP client: it connects to
  * $RC_PEER_ADDR:$RC_PEER_PORT and runs the cases.  Skips (77) without
  * those variables or an RDMA device.
  */
+#include "config.h"
+
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -36,6 +50,14 @@
 #define WORD2_OFF	(SRV_LEN - 2048)	/* compare-and-swap word */
 
 #include "rdmaxfer_test_util.h"
+#include "rdmaxfer_dmabuf_test.h"
+
+#define ODP_LEN		(4 * MiB)	/* the ODP region */
+#define DB_LEN		(2 * MiB)	/* the dma-buf */
+#define DB_OFF		4096		/* the region inside it */
+#define DB_REG		(MiB + 2 * 65536)
+#define ODP_ATOMIC_LEN	65536		/* the atomic-only ODP region */
+#define NREGIONS	4
 
 /* Index of the first byte that differs from the pattern, or -1. */
 static long mismatch(const uint8_t *p, size_t len, uint32_t seed)
@@ -65,50 +87,88 @@ static int send_msg(struct rdmaxfer_peer *peer, uint32_t value,
 
 /* ------------------------------------------------------------- server */
 
-static uint8_t *srv_buf;
+/* What a command acts on: the CPU's view of one registered region. */
+struct region {
+	uint8_t *p;
+	size_t len;
+	struct rdmaxfer_mem *mem;
+	bool dmabuf;		/* CPU access inside rdmaxfer_dmabuf_sync() */
+	char info[200];		/* "INFO n": how it was registered */
+};
+
+static struct region regions[NREGIONS];
+static size_t nregions;
 static uint32_t seq[SEQ_MAX];
 static size_t nseq;
 
-static int in_buf(unsigned long long off, unsigned long long len)
+static int in_buf(const struct region *r, unsigned long long off,
+		  unsigned long long len)
 {
-	return off <= SRV_LEN && len <= SRV_LEN - off;
+	return off <= r->len && len <= r->len - off;
 }
 
-/* Run one command; the reply text goes to out. */
-static void command(const char *cmd, char *out, size_t cap)
+/* Run one data command on region r; the reply text goes to out. */
+static void data_command(struct region *r, const char *cmd, char *out,
+			 size_t cap)
 {
 	unsigned long long off, len, v;
-	unsigned int seed, first, n;
+	unsigned int seed;
+	uint8_t *p = r->p;
 	long bad;
-	size_t i;
 
 	if (sscanf(cmd, "FILL %llu %llu %u", &off, &len, &seed) == 3 &&
-	    in_buf(off, len)) {
-		fill(srv_buf + off, len, seed);
+	    in_buf(r, off, len)) {
+		fill(p + off, len, seed);
 		snprintf(out, cap, "OK");
 	} else if (sscanf(cmd, "ZERO %llu %llu", &off, &len) == 2 &&
-		   in_buf(off, len)) {
-		memset(srv_buf + off, 0, len);
+		   in_buf(r, off, len)) {
+		memset(p + off, 0, len);
 		snprintf(out, cap, "OK");
 	} else if (sscanf(cmd, "CHECK %llu %llu %u", &off, &len, &seed) == 3 &&
-		   in_buf(off, len)) {
-		bad = mismatch(srv_buf + off, len, seed);
+		   in_buf(r, off, len)) {
+		bad = mismatch(p + off, len, seed);
 		if (bad >= 0)
 			snprintf(out, cap, "BAD byte %ld of %llu: %#x, want %#x",
-				 bad, len, srv_buf[off + bad],
+				 bad, len, p[off + bad],
 				 pat((size_t)bad, seed));
-		else if (off > 0 && srv_buf[off - 1])
+		else if (off > 0 && p[off - 1])
 			snprintf(out, cap, "BAD guard byte before: %#x",
-				 srv_buf[off - 1]);
-		else if (off + len < SRV_LEN && srv_buf[off + len])
+				 p[off - 1]);
+		else if (off + len < r->len && p[off + len])
 			snprintf(out, cap, "BAD guard byte after: %#x",
-				 srv_buf[off + len]);
+				 p[off + len]);
 		else
 			snprintf(out, cap, "OK");
-	} else if (sscanf(cmd, "WORD %llu", &off) == 1 && in_buf(off, 8) &&
+	} else if (sscanf(cmd, "WORD %llu", &off) == 1 && in_buf(r, off, 8) &&
 		   !(off % 8)) {
-		memcpy(&v, srv_buf + off, 8);
+		memcpy(&v, p + off, 8);
 		snprintf(out, cap, "OK %llu", v);
+	} else {
+		snprintf(out, cap, "BAD command '%.64s'", cmd);
+	}
+}
+
+/*
+ * Run one command; the reply text goes to out.  "@N " picks region N
+ * (default 0); a dma-buf region is accessed between a begin and an end
+ * of CPU access (READ and WRITE: on the staged path the begin copies the
+ * host copy into the dma-buf, the end copies it back).
+ */
+static void command(const char *cmd, char *out, size_t cap)
+{
+	const uint32_t rw = RDMAXFER_DMABUF_SYNC_READ |
+			    RDMAXFER_DMABUF_SYNC_WRITE;
+	unsigned int first, n, ri = 0;
+	struct region *r;
+	int skip = 0, ret;
+	size_t i;
+
+	if (sscanf(cmd, "@%u %n", &ri, &skip) == 1 && skip > 0)
+		cmd += skip;
+	if (ri >= NREGIONS) {
+		snprintf(out, cap, "BAD region %u", ri);
+	} else if (sscanf(cmd, "INFO %u", &ri) == 1 && ri < NREGIONS) {
+		snprintf(out, cap, "%s", regions[ri].info);
 	} else if (sscanf(cmd, "SEQ %u %u", &first, &n) == 2) {
 		for (i = 0; i < nseq && i < n; i++)
 			if (seq[i] != first + i)
@@ -121,9 +181,104 @@ static void command(const char *cmd, char *out, size_t cap)
 		nseq = 0;
 	} else if (!strcmp(cmd, "BYE")) {
 		snprintf(out, cap, "OK bye");
+	} else if (!regions[ri].p) {
+		snprintf(out, cap, "BAD region %u: %s", ri, regions[ri].info);
+	} else if (!regions[ri].dmabuf) {
+		data_command(&regions[ri], cmd, out, cap);
 	} else {
-		snprintf(out, cap, "BAD command '%.64s'", cmd);
+		r = &regions[ri];
+		ret = rdmaxfer_dmabuf_sync(r->mem, rw);
+		if (!ret) {
+			data_command(r, cmd, out, cap);
+			ret = rdmaxfer_dmabuf_sync(r->mem, rw |
+						   RDMAXFER_DMABUF_SYNC_END);
+		}
+		if (ret)
+			snprintf(out, cap, "BAD dma-buf sync: %s",
+				 rdmaxfer_strerror(ret));
 	}
+}
+
+/* Regions 1 and 2: RDMAXFER_MEM_ODP on never-touched memory. */
+static int odp_region(struct rdmaxfer_agent *agent, struct region *r,
+		      size_t len, uint32_t access)
+{
+	struct rdmaxfer_odp_caps caps;
+	int ret;
+
+	r->len = len;
+	r->p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (r->p == MAP_FAILED) {
+		r->p = NULL;
+		return -errno;
+	}
+	ret = rdmaxfer_mem_register_access(agent, r->p, len, RDMAXFER_MEM_ODP,
+					   access, &r->mem);
+	if (!ret)
+		ret = rdmaxfer_agent_odp_caps(agent, &caps);
+	if (ret)
+		return ret;
+	ret = rdmaxfer_mem_is_odp(r->mem);
+	snprintf(r->info, sizeof(r->info),
+		 "OK %s (policy %u, device ops %#x, auto ops %#x, self-test %d)%s%.120s",
+		 ret == 1 ? "on-demand paging" : "pinned fallback", caps.policy,
+		 caps.device_ops, caps.auto_ops, caps.selftest,
+		 ret != 1 && caps.reason[0] ? ": " : "",
+		 ret != 1 ? caps.reason : "");
+	return ret < 0 ? ret : 0;
+}
+
+/*
+ * Region 3: a dma-buf from udmabuf (registered with its memfd as backing)
+ * or vgem (the staged copy), the default policy (auto: the device path
+ * where the device takes it).  r->p is the server's own mapping of the
+ * dma-buf.  No exporter: no region, and why in r->info.
+ */
+static int dmabuf_region(struct rdmaxfer_agent *agent, struct region *r,
+			 int *fds)
+{
+	struct rdmaxfer_dmabuf_attr a = { .offset = DB_OFF, .len = DB_REG,
+					  .access = RDMAXFER_ACCESS_REMOTE };
+	struct rdmaxfer_dmabuf_info info;
+	const char *exporter = NULL;
+	uint8_t *cpu;
+	int ret;
+
+	if (test_pick_exporter(DB_LEN, &fds[0], &exporter)) {
+		snprintf(r->info, sizeof(r->info),
+			 "OK skip: no dma-buf exporter (neither /dev/udmabuf nor a vgem card in /dev/dri)");
+		return 0;
+	}
+	ret = test_new_dmabuf(fds[0], DB_LEN, &fds[1], &fds[2]);
+	if (ret)
+		return ret;
+	a.fd = fds[1];
+	if (fds[2] >= 0) {
+		a.flags = RDMAXFER_DMABUF_BACKING;
+		a.backing_fd = fds[2];
+	} else {
+		a.flags = RDMAXFER_DMABUF_STAGE;
+	}
+	cpu = mmap(NULL, DB_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
+	if (cpu == MAP_FAILED)
+		return -errno;
+	ret = rdmaxfer_mem_register_dmabuf(agent, &a, &r->mem);
+	if (!ret)
+		ret = rdmaxfer_mem_dmabuf_query(r->mem, &info);
+	if (ret) {
+		if (r->mem)
+			rdmaxfer_mem_deregister(r->mem);
+		r->mem = NULL;
+		munmap(cpu, DB_LEN);
+		return ret;
+	}
+	r->p = cpu + DB_OFF;
+	r->len = DB_REG;
+	r->dmabuf = true;
+	snprintf(r->info, sizeof(r->info), "OK %s, path %u: %.150s", exporter,
+		 info.path, info.msg);
+	return 0;
 }
 
 static int serve(const char *host, uint16_t port)
@@ -131,18 +286,21 @@ static int serve(const char *host, uint16_t port)
 	static struct rdmaxfer_notif n[16];
 	struct rdmaxfer_agent *agent;
 	struct rdmaxfer_peer *peer;
-	struct rdmaxfer_mem *mem;
-	struct rdmaxfer_desc d;
+	struct region *r0 = &regions[0];
+	struct rdmaxfer_desc d[NREGIONS];
 	uint8_t blob[1024];
 	char reply[256];
 	size_t len;
 	double t0 = now_s();
 	int ret, i, k, bye = 0;
+	int fds[3] = { -1, -1, -1 };	/* vgem card, dma-buf, memfd */
 
-	srv_buf = aligned_alloc(4096, SRV_LEN);
-	if (!srv_buf)
+	r0->len = SRV_LEN;
+	r0->p = aligned_alloc(4096, SRV_LEN);
+	if (!r0->p)
 		return 1;
-	memset(srv_buf, 0, SRV_LEN);
+	memset(r0->p, 0, SRV_LEN);
+	snprintf(r0->info, sizeof(r0->info), "OK host memory");
 	ret = new_agent(RDMAXFER_PROGRESS_THREAD, 1, &agent);
 	if (ret) {
 		fprintf(stderr, "server: agent: %s\n", rdmaxfer_strerror(ret));
@@ -150,12 +308,28 @@ static int serve(const char *host, uint16_t port)
 	}
 	ret = rdmaxfer_listen(agent, host, port);
 	if (!ret)
-		ret = rdmaxfer_mem_register(agent, srv_buf, SRV_LEN,
-					    RDMAXFER_MEM_HOST, &mem);
+		ret = rdmaxfer_mem_register(agent, r0->p, SRV_LEN,
+					    RDMAXFER_MEM_HOST, &r0->mem);
 	if (!ret)
-		ret = rdmaxfer_mem_desc(mem, 0, 0, &d);
+		ret = odp_region(agent, &regions[1], ODP_LEN,
+				 RDMAXFER_ACCESS_REMOTE);
 	if (!ret)
-		ret = rdmaxfer_md_pack(agent, &d, 1, blob, sizeof(blob), &len);
+		ret = odp_region(agent, &regions[2], ODP_ATOMIC_LEN,
+				 RDMAXFER_ACCESS_REMOTE_ATOMIC);
+	/* a dma-buf that fails is the client's test failing, not all */
+	if (!ret && (k = dmabuf_region(agent, &regions[3], fds)))
+		snprintf(regions[3].info, sizeof(regions[3].info),
+			 "BAD dma-buf region: %s", rdmaxfer_strerror(k));
+	for (nregions = 0; !ret && nregions < NREGIONS &&
+	     regions[nregions].mem; nregions++) {
+		ret = rdmaxfer_mem_desc(regions[nregions].mem, 0, 0,
+					&d[nregions]);
+		printf("server: region %zu: %s\n", nregions,
+		       regions[nregions].info);
+	}
+	if (!ret)
+		ret = rdmaxfer_md_pack(agent, d, nregions, blob, sizeof(blob),
+				       &len);
 	if (ret) {
 		fprintf(stderr, "server: setup: %s\n", rdmaxfer_strerror(ret));
 		goto out;
@@ -206,8 +380,19 @@ static int serve(const char *host, uint16_t port)
 	printf("server: %s after %.1f s\n", bye ? "bye" : "timed out",
 	       now_s() - t0);
 out:
+	for (i = 1; i < NREGIONS; i++)
+		if (regions[i].mem && rdmaxfer_mem_deregister(regions[i].mem))
+			ret = -EIO;
 	rdmaxfer_agent_destroy(agent);
-	free(srv_buf);
+	free(r0->p);
+	for (i = 1; i < 3; i++)
+		if (regions[i].p)
+			munmap(regions[i].p, regions[i].len);
+	if (regions[3].p)
+		munmap(regions[3].p - DB_OFF, DB_LEN);
+	for (i = 0; i < 3; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 	return ret ? 1 : 0;
 }
 
@@ -219,6 +404,9 @@ static struct rdmaxfer_agent *cli;
 static struct rdmaxfer_peer *peer;
 static struct rdmaxfer_md *smd;		/* the server's metadata */
 static struct rdmaxfer_desc rbuf;	/* the server's buffer */
+static struct rdmaxfer_desc odp_desc;	/* its ODP region */
+static struct rdmaxfer_desc odpa_desc;	/* its atomic-only ODP region */
+static struct rdmaxfer_desc db_desc;	/* its dma-buf region (len 0: none) */
 static uint8_t blob[RDMAXFER_NOTIF_MSG_MAX];
 static size_t blob_len;
 static uint8_t *cli_buf;
@@ -290,11 +478,15 @@ static int suite_init(void)
 	blob_len = n.len;
 	memcpy(blob, n.data, blob_len);
 	ret = rdmaxfer_md_parse(blob, blob_len, &smd);
-	if (ret || smd->ndescs != 1) {
+	if (ret || smd->ndescs < 3 || smd->ndescs > NREGIONS) {
 		fprintf(stderr, "server metadata: %s\n", rdmaxfer_strerror(ret));
 		return 1;
 	}
 	rbuf = smd->descs[0];
+	odp_desc = smd->descs[1];
+	odpa_desc = smd->descs[2];
+	if (smd->ndescs > 3)
+		db_desc = smd->descs[3];
 	return 0;
 }
 
@@ -606,6 +798,112 @@ static void test_out_of_bounds(void)
 	expect_remote_error(&d);
 }
 
+/*
+ * Region r of the server (descriptor rd): for sizes of one packet and
+ * many, each at its own odd offset, a WRITE into never-touched bytes
+ * checked there (guard bytes too), then a READ of what the server wrote
+ * there, checked here.
+ */
+static void write_read_region(unsigned int r, const struct rdmaxfer_desc *rd)
+{
+	static const size_t lens[] = { 1, 4099, MiB + 3 };
+	static const size_t offs[] = { 5, 8192 + 7, 65536 + 1 };
+	struct rdmaxfer_iov iov;
+	struct rdmaxfer_desc d;
+	uint32_t seed;
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		seed = 700 + 10 * r + (uint32_t)i;
+		iov.addr = cli_buf + 1;
+		iov.len = lens[i];
+		CU_ASSERT_EQUAL_FATAL(rdmaxfer_desc_sub(rd, offs[i], lens[i],
+							&d), 0);
+		fill(iov.addr, lens[i], seed);
+		CU_ASSERT_EQUAL(xfer_sync(peer, RDMAXFER_OP_WRITE, &iov, &d, 1,
+					  NULL), 0);
+		CU_ASSERT_EQUAL(ask("@%u CHECK %zu %zu %u", r, offs[i], lens[i],
+				    seed), 0);
+
+		CU_ASSERT_EQUAL(ask("@%u FILL %zu %zu %u", r, offs[i], lens[i],
+				    seed + 100), 0);
+		memset(cli_buf, 0, lens[i] + 2);
+		CU_ASSERT_EQUAL(xfer_sync(peer, RDMAXFER_OP_READ, &iov, &d, 1,
+					  NULL), 0);
+		CU_ASSERT_EQUAL(mismatch(iov.addr, lens[i], seed + 100), -1);
+		CU_ASSERT_EQUAL(cli_buf[0], 0);
+		CU_ASSERT_EQUAL(cli_buf[1 + lens[i]], 0);
+	}
+}
+
+/* How the server registered ODP region r: the descriptor says what the
+ * memory really is. */
+static void odp_info(unsigned int r, const struct rdmaxfer_desc *rd)
+{
+	bool odp;
+
+	CU_ASSERT_EQUAL_FATAL(ask("INFO %u", r), 0);
+	rc_diag("server region %u: %s", r, answer + 3);
+	odp = !strncmp(answer, "OK on-demand paging", 19);
+	CU_ASSERT_EQUAL(rd->kind, odp ? RDMAXFER_MEM_ODP : RDMAXFER_MEM_HOST);
+}
+
+/* An RDMAXFER_MEM_ODP region: on-demand paging or its pinned fallback. */
+static void test_odp_region(void)
+{
+	odp_info(1, &odp_desc);
+	CU_ASSERT_EQUAL(odp_desc.len, ODP_LEN);
+	write_read_region(1, &odp_desc);
+}
+
+/* Fetch-and-add on two never-touched pages of the atomic-only ODP
+ * region; the words checked on the server. */
+static void test_odp_atomic(void)
+{
+	uint64_t *res = aligned_alloc(64, 64);
+	struct rdmaxfer_req *req;
+	uint64_t off, i;
+
+	CU_ASSERT_FATAL(res != NULL);
+	odp_info(2, &odpa_desc);
+	CU_ASSERT_EQUAL(odpa_desc.len, ODP_ATOMIC_LEN);
+	for (off = 8; off < ODP_ATOMIC_LEN; off += ODP_ATOMIC_LEN / 2) {
+		CU_ASSERT_EQUAL_FATAL(rdmaxfer_atomic_prepare(peer,
+				RDMAXFER_OP_FADD, &odpa_desc, off, 7, 0, res,
+				&req), 0);
+		for (i = 0; i < 5; i++) {
+			*res = 1;
+			CU_ASSERT_EQUAL(rdmaxfer_req_post(req), 0);
+			CU_ASSERT_EQUAL(rdmaxfer_req_wait(req, WAIT_MS), 0);
+			CU_ASSERT_EQUAL(*res, 7 * i);
+		}
+		rdmaxfer_req_free(req);
+		CU_ASSERT_EQUAL(ask("@2 WORD %llu", (unsigned long long)off), 0);
+		CU_ASSERT(!strcmp(answer, "OK 35"));
+	}
+	free(res);
+}
+
+/* A dma-buf region (through its fallback on rxe), bytes checked by the
+ * server through its mapping of the dma-buf. */
+static void test_dmabuf_region(void)
+{
+	CU_ASSERT_EQUAL_FATAL(ask("INFO 3"), 0);
+	rc_diag("server region 3: %s", answer + 3);
+	if (!db_desc.len) {
+		if (!strncmp(answer, "OK skip: ", 9)) {
+			rc_skip("%s", answer + 9);
+			return;
+		}
+		CU_FAIL("the server sent no dma-buf region");
+		return;
+	}
+	CU_ASSERT_EQUAL(db_desc.kind, RDMAXFER_MEM_DMABUF);
+	CU_ASSERT_EQUAL(db_desc.len, DB_REG);
+	CU_ASSERT_EQUAL_FATAL(ask("@3 ZERO 0 %lu", DB_REG), 0);
+	write_read_region(3, &db_desc);
+}
+
 static const struct rc_test_case cases[] = {
 	{ "metadata_from_peer", test_metadata_from_peer },
 	{ "write_list_mixed_sizes", test_write_list },
@@ -617,6 +915,9 @@ static const struct rc_test_case cases[] = {
 	{ "cache_register_once", test_cache_register_once },
 	{ "error_bad_rkey", test_bad_rkey },
 	{ "error_out_of_bounds", test_out_of_bounds },
+	{ "odp_region", test_odp_region },
+	{ "odp_atomic", test_odp_atomic },
+	{ "dmabuf_region", test_dmabuf_region },
 	{ NULL, NULL },
 };
 

@@ -35,19 +35,6 @@
 #include "rdmaxfer_test_util.h"
 #include "rdmaxfer_dmabuf_test.h"
 
-/* DRM uapi (drm.h, drm_mode.h): not installed without libdrm-dev */
-struct drm_mode_create_dumb {
-	uint32_t height, width, bpp, flags, handle, pitch;
-	uint64_t size;
-};
-struct drm_prime_handle {
-	uint32_t handle, flags;
-	int32_t fd;
-};
-#define DRM_IOCTL_MODE_CREATE_DUMB _IOWR('d', 0xB2, struct drm_mode_create_dumb)
-#define DRM_IOCTL_PRIME_HANDLE_TO_FD _IOWR('d', 0x2d, struct drm_prime_handle)
-#define DRM_RDWR	O_RDWR
-
 #define BUF_LEN		(256 * 1024)	/* the dma-buf */
 #define OFF		4096		/* the region inside it */
 #define REG_LEN		(128 * 1024 + 100)
@@ -63,90 +50,7 @@ static uint8_t *lbuf;			/* client's local buffer */
 /* A new dma-buf of BUF_LEN; *memfdp its udmabuf memfd (or -1). */
 static int new_dmabuf(int *fdp, int *memfdp)
 {
-	struct udmabuf_create c = { .flags = UDMABUF_FLAGS_CLOEXEC,
-				    .size = BUF_LEN };
-	struct drm_mode_create_dumb dumb = { .height = BUF_LEN / 4096,
-					     .width = 1024, .bpp = 32 };
-	struct drm_prime_handle h = { .flags = O_CLOEXEC | DRM_RDWR };
-	int dev, memfd, fd;
-
-	*memfdp = -1;
-	if (drm_fd >= 0) {
-		if (ioctl(drm_fd, DRM_IOCTL_MODE_CREATE_DUMB, &dumb))
-			return -errno;
-		h.handle = dumb.handle;
-		if (ioctl(drm_fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &h))
-			return -errno;
-		*fdp = h.fd;
-		return 0;
-	}
-	dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
-	if (dev < 0)
-		return -errno;
-	memfd = memfd_create("rdmaxfer-dmabuf", MFD_ALLOW_SEALING | MFD_CLOEXEC);
-	if (memfd < 0 || ftruncate(memfd, BUF_LEN) ||
-	    fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK)) {
-		close(dev);
-		return -errno;
-	}
-	c.memfd = (uint32_t)memfd;
-	fd = ioctl(dev, UDMABUF_CREATE, &c);
-	close(dev);
-	if (fd < 0) {
-		close(memfd);
-		return -errno;
-	}
-	*fdp = fd;
-	*memfdp = memfd;
-	return 0;
-}
-
-/* vgem is a DRM device without display: the card whose dumb buffer can be
- * exported. */
-static int open_vgem(void)
-{
-	char path[64];
-	int i, fd, tmp, memfd;
-
-	for (i = 0; i < 8; i++) {
-		snprintf(path, sizeof(path), "/dev/dri/card%d", i);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		drm_fd = fd;
-		if (!new_dmabuf(&tmp, &memfd)) {
-			close(tmp);
-			return 0;
-		}
-		close(fd);
-		drm_fd = -1;
-	}
-	return -ENODEV;
-}
-
-/* udmabuf, else vgem; $RDMAXFER_TEST_EXPORTER names one of them */
-static int pick_exporter(void)
-{
-	const char *want = getenv("RDMAXFER_TEST_EXPORTER");
-	int fd, memfd;
-
-	if (want && !strcmp(want, "vgem")) {
-		if (open_vgem())
-			return -ENODEV;
-		exporter = "vgem";
-		return 0;
-	}
-	if (!new_dmabuf(&fd, &memfd)) {
-		close(fd);
-		close(memfd);
-		exporter = "udmabuf";
-		return 0;
-	}
-	if (!want && !open_vgem()) {
-		exporter = "vgem";
-		return 0;
-	}
-	return -ENODEV;
+	return test_new_dmabuf(drm_fd, BUF_LEN, fdp, memfdp);
 }
 
 static int suite_init(void)
@@ -675,7 +579,7 @@ int main(int argc, char **argv)
 	addr = getenv("RXE_ADDR");
 	if (!addr)
 		rc_skip_all("RXE_ADDR not set (run in the VM's dmabuf suite)");
-	if (pick_exporter())
+	if (test_pick_exporter(BUF_LEN, &drm_fd, &exporter))
 		rc_skip_all("no dma-buf exporter: neither /dev/udmabuf nor a "
 			    "vgem card in /dev/dri");
 	rc_add_suite("dmabuf", suite_init, suite_clean, cases);

@@ -14,6 +14,8 @@
  * user can tell "the device offers it" from "it was tested".
  */
 #define _GNU_SOURCE
+#include "config.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
@@ -364,6 +366,15 @@ static void show_odp_policy(const char *dev)
 	rdmaxfer_agent_destroy(a);
 }
 
+/* The optional CUDA helper (configure --with-cuda): never run here. */
+#ifdef HAVE_CUDA
+#define CUDA_EXPORT "librdmaxfer-cuda built: compile-tested only, never run " \
+	"(unvalidated: no GPU)"
+#else
+#define CUDA_EXPORT "not built (configure found no cuda.h/libcuda); " \
+	"unvalidated: never run"
+#endif
+
 static int show_device(struct ibv_device *dev)
 {
 	struct ibv_context *ctx = ibv_open_device(dev);
@@ -425,6 +436,7 @@ static int show_device(struct ibv_device *dev)
 		jstr("dmabuf_path", strcmp(dmabuf, "no") ? "device" :
 		     "cpu-mapping fallback");
 		jnum("dmabuf_probe_errno", derr);
+		jstr("cuda_export", CUDA_EXPORT);
 		jstr("atomics", atomic_name(ax.orig_attr.atomic_cap));
 		jnum("max_inline", inl);
 		jnum("max_mr_size", (long long)ax.orig_attr.max_mr_size);
@@ -455,6 +467,7 @@ static int show_device(struct ibv_device *dev)
 		       "device MR refused: policy on fails; auto and off use the "
 		       "CPU-mapping fallback (the dma-buf's mapping, its backing "
 		       "memfd's, or a staged copy)");
+		printf("    CUDA export:   %s\n", CUDA_EXPORT);
 		printf("    atomics:       %s\n",
 		       atomic_name(ax.orig_attr.atomic_cap));
 		if (inl >= 0)
@@ -560,9 +573,11 @@ static const struct {
 	{ "device memory (MEMIC) + KSM remap", "not validated",
 	  "rxe has no device memory; needs mlx5 (ConnectX-5 or later)" },
 	{ "dma-buf: device MR (ibv_reg_dmabuf_mr)", "not validated",
-	  "rxe refuses it (EOPNOTSUPP, 6.1 and 7.3); needs mlx5 (or efa, irdma, ...); CUDA export never run" },
+	  "rxe refuses it (EOPNOTSUPP, 6.1 and 7.3); needs mlx5 (or efa, irdma, ...)" },
+	{ "dma-buf: CUDA export helper", "unvalidated",
+	  "rdmaxfer_mem_register_cuda (librdmaxfer-cuda, --with-cuda): compile-tested only, never run: no GPU" },
 	{ "dma-buf: CPU-mapping fallback", "rxe, Debian 6.1 and 7.3 kernels",
-	  "dmabuf suite, data checked: udmabuf via its memfd (7.3), staged copy (vgem 6.1 and 7.3, udmabuf 7.3)" },
+	  "dmabuf suite, data checked: udmabuf via its memfd (7.3), staged copy (vgem 6.1 and 7.3, udmabuf 7.3); 2host: a peer guest's WRITE/READ" },
 	{ "file <-> memory/remote (io_uring)", "rxe, Debian 6.1 and 7.3 kernels",
 	  "file suite: tmpfs, ext4 on loop, O_DIRECT; 7.3 io_uring_disabled -> pread" },
 };

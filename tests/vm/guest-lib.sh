@@ -142,3 +142,19 @@ rc_run()
 	rm -f "$rc__out"
 	[ "$rc__bad" = 0 ]
 }
+
+# The dma-buf exporters (udmabuf, vgem): loaded where they are modules,
+# waited for briefly; either may be missing (built in, or not built at
+# all), which the tests then report.
+rc_dmabuf_exporters()
+{
+	modprobe udmabuf 2>/dev/null
+	modprobe vgem 2>/dev/null
+	rc__i=0
+	while [ ! -c /dev/udmabuf ] && [ ! -e /dev/dri/card0 ] && [ $rc__i -lt 20 ]; do
+		sleep 0.1
+		rc__i=$((rc__i + 1))
+	done
+	echo "exporters: udmabuf $([ -c /dev/udmabuf ] && echo yes || echo no)," \
+		"dri: $(ls /dev/dri 2>/dev/null | tr '\n' ' ')"
+}

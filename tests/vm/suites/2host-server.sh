@@ -3,7 +3,8 @@
 # 2host-server: guest A of the two-host pair (tests/vm/run-2host.sh).  It
 # serves test_rdmaxfer_2host's client in guest B (rdmaxfer_listen on
 # $RXE_ADDR:$RC_2HOST_PORT; every write the client makes is checked here,
-# on the host holding the memory), then two rdmaxfer-bench write_bw
+# on the host holding the memory; it also offers an ODP region and a
+# dma-buf region), then two rdmaxfer-bench write_bw
 # servers: the client's warm-up run and its measured run.  Every server is
 # bounded by timeout and by its own accept timeout.
 . "$RC_SRCDIR/tests/vm/guest-lib.sh"
@@ -11,6 +12,10 @@
 export RXE_ADDR RXE_GID_INDEX
 prog=$RC_BUILDDIR/tests/test_rdmaxfer_2host
 BENCH=$RC_BUILDDIR/utils/rdmaxfer-bench
+
+# dma-buf exporters for the server's dma-buf region (udmabuf, else vgem);
+# either may be missing: the client's dmabuf_region point then skips
+rc_dmabuf_exporters
 
 rc_check "rdmaxfer server role (commands, data checks)" \
 	timeout 600 env REGCACHE_MONITOR=uffd "$prog" --server "$RXE_ADDR" "$RC_2HOST_PORT"

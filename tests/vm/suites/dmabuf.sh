@@ -11,16 +11,7 @@
 
 export RXE_ADDR RXE_GID_INDEX
 
-# the exporters: either may be missing (built in, or not built at all)
-modprobe udmabuf 2>/dev/null
-modprobe vgem 2>/dev/null
-i=0
-while [ ! -c /dev/udmabuf ] && [ ! -e /dev/dri/card0 ] && [ $i -lt 20 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
-echo "exporters: udmabuf $([ -c /dev/udmabuf ] && echo yes || echo no)," \
-	"dri: $(ls /dev/dri 2>/dev/null | tr '\n' ' ')"
+rc_dmabuf_exporters
 
 rc_run "rdmaxfer dmabuf" timeout 300 env REGCACHE_MONITOR=uffd \
 	"$RC_BUILDDIR/tests/test_rdmaxfer_dmabuf"

@@ -379,6 +379,21 @@ err:
 	return ret;
 }
 
+/*
+ * A post refused with -ENOTCONN: the connection is down, and the peer's
+ * error says why (-ECONNRESET: the target disconnected or died,
+ * -ETIMEDOUT: it stopped answering); else the error as it is.
+ */
+static int writer_error(struct rdmaxfer_ring_writer *w, int ret)
+{
+	int err;
+
+	if (ret != -ENOTCONN)
+		return ret;
+	err = rdmaxfer_peer_error(w->peer);
+	return err < 0 ? err : ret;
+}
+
 /* Read the target's released count again: 0 with more credit, -EAGAIN
  * (timeout_ms 0, or nothing new yet), or the read's error. */
 static int refresh_credit(struct rdmaxfer_ring_writer *w, int timeout_ms)
@@ -389,7 +404,7 @@ static int refresh_credit(struct rdmaxfer_ring_writer *w, int timeout_ms)
 	if (!w->credit_posted) {
 		ret = rdmaxfer_req_post(w->credit_req);
 		if (ret)
-			return ret;
+			return writer_error(w, ret);
 		w->credit_posted = true;
 	}
 	if (timeout_ms == 0)
@@ -418,8 +433,13 @@ static int wait_credit(struct rdmaxfer_ring_writer *w, uint64_t index,
 
 	while (index >= w->limit) {
 		ret = refresh_credit(w, left_ms(timeout_ms, deadline));
-		if (ret != -EAGAIN)
+		if (!ret)
 			continue;
+		/* a failed read or post (a dead target: the post is
+		 * refused at once) is the answer, not a reason to read
+		 * again: that spun here forever */
+		if (ret != -EAGAIN)
+			return ret;
 		if (timeout_ms == 0)
 			return -EAGAIN;
 		if (timeout_ms > 0 && now_ms() >= deadline)
@@ -488,7 +508,7 @@ int rdmaxfer_ring_put(struct rdmaxfer_ring_writer *w, uint64_t index,
 	ret = rdmaxfer_req_post_flags(req, flags);
 	if (ret) {
 		rdmaxfer_req_free(req);
-		return ret;
+		return writer_error(w, ret);
 	}
 	w->reqs[slot] = req;
 	w->next++;

@@ -413,7 +413,7 @@ static void t_two_caches_threads(void)
 	double t_end;
 	struct timespec ts;
 	unsigned int seed = 1;
-	int i, k, remaps = 0;
+	int i, k, remaps = 0, lost = -1;
 
 	memset(&st, 0, sizeof(st));
 	for (k = 0; k < 2; k++)
@@ -438,13 +438,16 @@ static void t_two_caches_threads(void)
 			if (mmap(a, BUFPG * psz, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
 			 -1, 0) != a) {
-			/* another thread's mapping took the hole */
-			stress_say(&st, "remap of buf %d at %p: %s", j, a,
-				   strerror(errno));
-			atomic_store(&st.stop, 1);
-			for (i = 0; i < 4; i++)
-				pthread_join(th[i], NULL);
-			CU_FAIL_FATAL(st.why);
+			/*
+			 * Another thread's mapping took the hole (TSan's
+			 * runtime did, in CI): the address is no longer ours.
+			 * End the stress here and judge what ran; the getters
+			 * take the foreign range like any other (or EFAULT).
+			 */
+			rc_diag("remap of buf %d at %p: %s: stress ended early",
+				j, a, strerror(errno));
+			lost = j;
+			break;
 		}
 		memset(a, 2, BUFPG * psz);
 		remaps++;
@@ -486,7 +489,10 @@ static void t_two_caches_threads(void)
 	for (k = 0; k < 2; k++)
 		destroy(st.c[k], &st.be[k]);
 	for (i = 0; i < NBUF; i++)
-		munmap(st.buf[i], BUFPG * psz);
+		if (i != lost)
+			munmap(st.buf[i], BUFPG * psz);
+	if (!remaps)
+		rc_skip("the first remap's hole was taken by another mapping: nothing remapped");
 }
 
 /* ------------------------------------------------- foreign userfaultfd */

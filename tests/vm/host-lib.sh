@@ -128,3 +128,15 @@ rc_guest_run()
 	esac
 	echo "rc.run=$rc__rel"
 }
+
+# rc_dmesg_bad DMESG OUT: the lines of a guest's kernel log (and kmemleak
+# report, appended by guest-init.sh) that fail its "dmesg clean" point,
+# into OUT; true when there are none.  The debug kernel's boot banners
+# that name lockdep and kmemleak are the only lines excused.
+rc_dmesg_bad()
+{
+	rc__pat='BUG:|WARNING:|Oops|general protection|KASAN|possible circular locking|inconsistent lock state|possible recursive locking|lockdep|unreferenced object|kmemleak|leak'
+	rc__benign='RCU lockdep checking is enabled|kmemleak: Kernel memory leak detector initialized'
+	grep -E "$rc__pat" "$1" 2>/dev/null | grep -v -E "$rc__benign" >"$2"
+	[ ! -s "$2" ]
+}

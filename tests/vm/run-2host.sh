@@ -313,9 +313,7 @@ relay()
 		fail=1
 		return
 	fi
-	pat='BUG:|WARNING:|Oops|general protection|KASAN|possible circular locking|inconsistent lock state|possible recursive locking|lockdep|unreferenced object|kmemleak|leak'
-	grep -E "$pat" "$d/dmesg.txt" >"$d/dmesg.bad" 2>/dev/null
-	if [ -s "$d/dmesg.bad" ]; then
+	if ! rc_dmesg_bad "$d/dmesg.txt" "$d/dmesg.bad"; then
 		echo "not ok $n - $2: dmesg clean"
 		comment_file "$d/dmesg.bad"
 		fail=1

@@ -192,12 +192,8 @@ sed -n '/rc-guest: ===== suite/,$p' "$rundir/console.log" 2>/dev/null |
 fail=0
 if [ -n "$status" ]; then
 	# dmesg of the whole boot: a splat during boot or rxe setup counts too.
-	pat='BUG:|WARNING:|Oops|general protection|KASAN|possible circular locking|inconsistent lock state|possible recursive locking|lockdep|unreferenced object|kmemleak|leak'
-	# The debug kernel's boot banners name lockdep and kmemleak.
-	benign='RCU lockdep checking is enabled|kmemleak: Kernel memory leak detector initialized'
-	grep -E "$pat" "$rundir/dmesg.txt" 2>/dev/null | grep -v -E "$benign" >"$rundir/dmesg.bad"
 	n=$((n + 1))
-	if [ -s "$rundir/dmesg.bad" ]; then
+	if ! rc_dmesg_bad "$rundir/dmesg.txt" "$rundir/dmesg.bad"; then
 		echo "not ok $n - $suite@$kernel: dmesg clean"
 		comment_file "$rundir/dmesg.bad"
 		fail=1

@@ -227,16 +227,29 @@ static int reg_device(struct rdmaxfer_agent *agent,
 }
 
 /*
- * Where to map bytes at off of a file: a dma-buf always from its start,
- * because some exporters ignore the mapping's offset (the DRM GEM shmem
- * helpers of Linux 6.1, vgem's, fault page (address - vm_start) in, so a
- * mapping at offset 4096 shows page 0); any other file from off's page.
+ * Map the pages holding [off, off + len) of fd, shared, read-write; the
+ * byte at off is at the result + *inp, and *mlenp bytes are mapped.  A
+ * dma-buf is always mapped from its start, because some exporters ignore
+ * the mapping's offset (the DRM GEM shmem helpers of Linux 6.1, vgem's,
+ * fault page (address - vm_start) in, so a mapping at offset 4096 shows
+ * page 0); any other file from off's page.  NULL and errno on failure.
  */
-static uint64_t map_offset(uint64_t off, bool dmabuf)
+static uint8_t *map_window(int fd, uint64_t off, uint64_t len, bool dmabuf,
+			   size_t *inp, size_t *mlenp)
 {
 	size_t psz = (size_t)sysconf(_SC_PAGESIZE);
+	uint64_t moff = dmabuf ? 0 : off & ~(uint64_t)(psz - 1);
+	size_t in = (size_t)(off - moff);
+	size_t mlen = (in + len + psz - 1) & ~(psz - 1);
+	void *p;
 
-	return dmabuf ? 0 : off & ~(uint64_t)(psz - 1);
+	p = mmap(NULL, mlen, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 (off_t)moff);
+	if (p == MAP_FAILED)
+		return NULL;
+	*inp = in;
+	*mlenp = mlen;
+	return p;
 }
 
 /*
@@ -247,17 +260,13 @@ static int reg_mapping(struct rdmaxfer_agent *agent, int fd, uint64_t off,
 		       const struct rdmaxfer_dmabuf_attr *a,
 		       struct rx_dmabuf *d, struct rdmaxfer_mem **memp)
 {
-	size_t psz = (size_t)sysconf(_SC_PAGESIZE);
-	uint64_t moff = map_offset(off, fd == d->fd);
-	size_t in = (size_t)(off - moff);
-	size_t mlen = (in + a->len + psz - 1) & ~(psz - 1);
 	unsigned int flags = REGCACHE_GET_EXACT | REGCACHE_GET_NOKEEP;
+	size_t in, mlen;
 	uint8_t *p;
 	int ret;
 
-	p = mmap(NULL, mlen, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		 (off_t)moff);
-	if (p == MAP_FAILED)
+	p = map_window(fd, off, a->len, fd == d->fd, &in, &mlen);
+	if (!p)
 		return -errno;
 	ret = rx_mem_register(agent, agent->cache, p + in, a->len,
 			      RDMAXFER_MEM_DMABUF, a->access, flags, memp);
@@ -305,17 +314,14 @@ static int reg_staged(struct rdmaxfer_agent *agent,
 		      struct rx_dmabuf *d, struct rdmaxfer_mem **memp)
 {
 	size_t psz = (size_t)sysconf(_SC_PAGESIZE);
-	uint64_t moff = map_offset(a->offset, true);
-	size_t in = (size_t)(a->offset - moff);
-	size_t mlen = (in + a->len + psz - 1) & ~(psz - 1);
 	unsigned int flags = REGCACHE_GET_EXACT | REGCACHE_GET_NOKEEP;
 	size_t slen = (a->len + psz - 1) & ~(psz - 1);
+	size_t in, mlen;
 	uint8_t *p, *s;
 	int ret;
 
-	p = mmap(NULL, mlen, PROT_READ | PROT_WRITE, MAP_SHARED, d->fd,
-		 (off_t)moff);
-	if (p == MAP_FAILED)
+	p = map_window(d->fd, a->offset, a->len, true, &in, &mlen);
+	if (!p)
 		return -errno;
 	s = mmap(NULL, slen, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

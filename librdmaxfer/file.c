@@ -26,7 +26,6 @@
 #include <string.h>
 #include <sched.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -550,8 +549,7 @@ static int file_remote(struct rdmaxfer_file *file, struct rdmaxfer_peer *peer,
 	struct file_slot *slots, *sl;
 	struct io_uring_cqe *cqe;
 	unsigned int inflight = 0, i;
-	double deadline;
-	struct timespec ts;
+	int64_t deadline;
 	int err, ret;
 
 	if (!file)
@@ -574,8 +572,7 @@ static int file_remote(struct rdmaxfer_file *file, struct rdmaxfer_peer *peer,
 	slots = calloc(file->qdepth, sizeof(*slots));
 	if (!slots)
 		return file_fail(file, -ENOMEM, "out of memory");
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	deadline = ts.tv_sec + ts.tv_nsec / 1e9 + timeout_ms / 1e3;
+	deadline = rx_deadline(timeout_ms);
 	while (ndone < d->len || inflight) {
 		busy = false;
 		/* start chunks in idle slots */
@@ -683,9 +680,8 @@ static int file_remote(struct rdmaxfer_file *file, struct rdmaxfer_peer *peer,
 		if (err && next < d->len)
 			next = d->len;	/* start nothing more */
 		if (!busy) {
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			if (ts.tv_sec + ts.tv_nsec / 1e9 > deadline &&
-			    timeout_ms >= 0) {
+			/* INT64_MAX (a negative timeout) is never passed */
+			if (rx_now_ns() > deadline) {
 				if (!err)
 					err = file_fail(file, -ETIMEDOUT,
 							"timed out after %d ms",

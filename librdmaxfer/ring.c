@@ -22,7 +22,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
 
@@ -58,22 +57,15 @@ struct rdmaxfer_ring_writer {
 	uint64_t limit;			/* grains below it may be put */
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Milliseconds left before deadline (-1: none), for a wait call. */
-static int left_ms(int timeout_ms, int64_t deadline)
+/* Milliseconds left before deadline (rx_deadline(); INT64_MAX: none, -1
+ * then), for a wait call. */
+static int left_ms(int64_t deadline)
 {
 	int64_t left;
 
-	if (timeout_ms < 0)
+	if (deadline == INT64_MAX)
 		return -1;
-	left = deadline - now_ms();
+	left = (deadline - rx_now_ns()) / 1000000;
 	return left > 0 ? (int)left : 0;
 }
 
@@ -252,7 +244,7 @@ int rdmaxfer_ring_wait(struct rdmaxfer_ring *ring, int timeout_ms,
 		       struct rdmaxfer_grain *grain)
 {
 	struct rdmaxfer_notif *n;
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = rx_deadline(timeout_ms);
 	int ret;
 
 	if (!ring || !grain || ring->fn)
@@ -265,8 +257,7 @@ int rdmaxfer_ring_wait(struct rdmaxfer_ring *ring, int timeout_ms,
 			ret = rdmaxfer_get_notifs(ring->agent, n, 1);
 		else
 			ret = rdmaxfer_wait_notifs(ring->agent, n, 1,
-						   left_ms(timeout_ms,
-							   deadline));
+						   left_ms(deadline));
 		if (ret == 0)
 			ret = -EAGAIN;
 		if (ret < 0)
@@ -432,7 +423,7 @@ static int wait_credit(struct rdmaxfer_ring_writer *w, uint64_t index,
 	int ret;
 
 	while (index >= w->limit) {
-		ret = refresh_credit(w, left_ms(timeout_ms, deadline));
+		ret = refresh_credit(w, left_ms(deadline));
 		if (!ret)
 			continue;
 		/* a failed read or post (a dead target: the post is
@@ -442,7 +433,7 @@ static int wait_credit(struct rdmaxfer_ring_writer *w, uint64_t index,
 			return ret;
 		if (timeout_ms == 0)
 			return -EAGAIN;
-		if (timeout_ms > 0 && now_ms() >= deadline)
+		if (timeout_ms > 0 && rx_now_ns() >= deadline)
 			return -ETIMEDOUT;
 		/* the target has not released yet: do not flood it */
 		if (!w->credit_posted)
@@ -458,7 +449,7 @@ int rdmaxfer_ring_put(struct rdmaxfer_ring_writer *w, uint64_t index,
 {
 	struct rdmaxfer_desc remote[RDMAXFER_RING_MAX_IOV];
 	struct rdmaxfer_xfer_notif notif = { .value = (uint32_t)index };
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = rx_deadline(timeout_ms);
 	struct rdmaxfer_req *req;
 	uint64_t off, total = 0;
 	uint32_t slot;
@@ -486,7 +477,7 @@ int rdmaxfer_ring_put(struct rdmaxfer_ring_writer *w, uint64_t index,
 			ret = rdmaxfer_req_test(w->reqs[slot]);
 		else
 			ret = rdmaxfer_req_wait(w->reqs[slot],
-						left_ms(timeout_ms, deadline));
+						left_ms(deadline));
 		if (ret == -EINPROGRESS)
 			return -EAGAIN;
 		if (ret)
@@ -518,7 +509,7 @@ int rdmaxfer_ring_put(struct rdmaxfer_ring_writer *w, uint64_t index,
 RX_EXPORT
 int rdmaxfer_ring_flush(struct rdmaxfer_ring_writer *w, int timeout_ms)
 {
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = rx_deadline(timeout_ms);
 	uint32_t i;
 	int ret, first = 0;
 
@@ -528,7 +519,7 @@ int rdmaxfer_ring_flush(struct rdmaxfer_ring_writer *w, int timeout_ms)
 		if (!w->reqs[i])
 			continue;
 		ret = rdmaxfer_req_wait(w->reqs[i],
-					left_ms(timeout_ms, deadline));
+					left_ms(deadline));
 		if (ret && ret != -EALREADY && !first)
 			first = ret;
 	}

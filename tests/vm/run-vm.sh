@@ -34,6 +34,14 @@ rundir=$RC_BUILDDIR/tests/vm/run/$suite@$kernel
 results=$RC_BUILDDIR/tests/vm/results/$suite@$kernel
 now() { date +%s.%N | cut -c1-14; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+# cpu_of FILE: the CPU seconds (user + system) of the waited-for children
+# in FILE, the output of "times" (run in this shell, never in $(...): a
+# subshell has no children).
+cpu_of()
+{
+	awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, a, "m");
+		sub(/s$/, "", a[2]); t += a[1] * 60 + a[2] } printf "%.1f", t }' "$1"
+}
 t_start=$(now)
 
 # A harness failure: one failing point naming the cause, then stop.
@@ -130,6 +138,7 @@ trap 'cleanup; echo "# interrupted"; exit 1' INT TERM HUP
 
 # timeout runs QEMU in its own process group: a Ctrl-C at the terminal
 # reaches us, and the trap above takes QEMU down with it.
+times >"$rundir/times0"
 timeout -k 10 "$VM_TIMEOUT" "$QEMU" \
 	-accel tcg,thread=multi -cpu max -smp "$VM_SMP" -m "$VM_MEM" \
 	-nodefaults -no-user-config -display none -monitor none -no-reboot \
@@ -146,6 +155,7 @@ wait "$qpid"
 qrc=$?
 qpid=
 t_end=$(now)
+times >"$rundir/times1"
 
 # --- verdict ---------------------------------------------------------
 status=
@@ -212,7 +222,7 @@ else
 fi
 boot=$(cat "$rundir/boot-seconds" 2>/dev/null)
 stime=$(cat "$rundir/suite-seconds" 2>/dev/null)
-echo "# timing: kernel prep $(secs "$t_start" "$t_kernel")s, module $(secs "$t_kernel" "$t_kmod")s, guest $(secs "$t_kmod" "$t_end")s (boot ${boot:-?}s, suite ${stime:-?}s)"
+echo "# timing: kernel prep $(secs "$t_start" "$t_kernel")s, module $(secs "$t_kernel" "$t_kmod")s, guest $(secs "$t_kmod" "$t_end")s (boot ${boot:-?}s, suite ${stime:-?}s, QEMU's CPU $(secs "$(cpu_of "$rundir/times0")" "$(cpu_of "$rundir/times1")")s)"
 echo "1..$n"
 grep -q '^not ok' "$rundir/tap" && fail=1
 exit $fail

@@ -129,6 +129,7 @@ int bench_devmem(const struct bench_devmem_cfg *cfg)
 	size_t n = (size_t)iters * ROUNDS, o;
 	double *v[2] = { NULL, NULL };
 	uint64_t *res = NULL, *host = NULL;
+	uint64_t dbase = 0, hbase = 0;		/* what the words hold */
 	pthread_t th;
 	uint16_t port;
 	int ret, r;
@@ -189,7 +190,6 @@ int bench_devmem(const struct bench_devmem_cfg *cfg)
 		       "test", "memory", "path", "ops", "t_min", "t_max",
 		       "t_typical", "t_avg", "99%", "dev/host");
 	for (o = 0; o < 2 && !ret; o++) {
-		uint64_t dbase = 0, hbase = 0;
 		double dmed, hmed;
 
 		for (r = 0; r < ROUNDS && !ret; r++) {

@@ -23,7 +23,10 @@ rc_check "rdmaxfer-info: no device memory on $RXE_DEV, host fallback named" \
 	sh -c "echo \"\$1\" | grep -q 'device memory path: host'" sh "$out"
 
 # the benchmark runs on the fallback and says so (numbers: doc/BENCHMARKS.md)
-rc_check "rdmaxfer-bench dm_atomic (host fallback)" \
+res="$RC_RESULTS/dm_atomic.txt"
+rc_check "rdmaxfer-bench dm_atomic: fadd_lat and cswap_lat, host fallback said" \
 	sh -c "timeout 120 '$RC_BUILDDIR/utils/rdmaxfer-bench' -n 200 \
-	dm_atomic '$RXE_ADDR' | tee '$RC_RESULTS/dm_atomic.txt' | \
-	grep -q 'device memory: host fallback'"
+	dm_atomic '$RXE_ADDR' > '$res' 2>&1 && \
+	grep -q 'device memory: host fallback' '$res' && \
+	grep -q '^fadd_lat' '$res' && grep -q '^cswap_lat' '$res'"
+cat "$res"

@@ -377,6 +377,15 @@ static void f_log(struct fake *f, const char *what)
 	strncat(f->log, what, sizeof(f->log) - strlen(f->log) - 1);
 }
 
+/* Undo what f_make() made for step s, in the teardown log as what. */
+static int f_drop(struct fake *f, enum step s, void *obj, const char *what)
+{
+	CU_ASSERT_PTR_EQUAL(obj, &token[s]);
+	f->live[s]--;
+	f_log(f, what);
+	return 0;
+}
+
 static int f_alloc_dm(void *ctx, size_t len, void **dm)
 {
 	(void)len;
@@ -385,12 +394,7 @@ static int f_alloc_dm(void *ctx, size_t len, void **dm)
 
 static int f_free_dm(void *ctx, void *dm)
 {
-	struct fake *f = ctx;
-
-	CU_ASSERT_PTR_EQUAL(dm, &token[S_ALLOC]);
-	f->live[S_ALLOC]--;
-	f_log(f, "free_dm ");
-	return 0;
+	return f_drop(ctx, S_ALLOC, dm, "free_dm ");
 }
 
 static int f_reg_dm_mr(void *ctx, void *dm, size_t len, void **mr,
@@ -404,16 +408,9 @@ static int f_reg_dm_mr(void *ctx, void *dm, size_t len, void **mr,
 
 static int f_dereg_mr(void *ctx, void *mr)
 {
-	struct fake *f = ctx;
-
-	if (mr == &token[S_DMABUF]) {
-		f->live[S_DMABUF]--;
-		f_log(f, "dereg_dmabuf ");
-	} else {
-		f->live[S_REG]--;
-		f_log(f, "dereg_mr ");
-	}
-	return 0;
+	if (mr == &token[S_DMABUF])
+		return f_drop(ctx, S_DMABUF, mr, "dereg_dmabuf ");
+	return f_drop(ctx, S_REG, mr, "dereg_mr ");
 }
 
 static int f_reserve(void *ctx, size_t len, void **va)
@@ -466,12 +463,7 @@ static int f_create_ksm(void *ctx, const void *in, size_t inlen, void **obj,
 
 static int f_destroy_ksm(void *ctx, void *obj)
 {
-	struct fake *f = ctx;
-
-	CU_ASSERT_PTR_EQUAL(obj, &token[S_KSM]);
-	f->live[S_KSM]--;
-	f_log(f, "destroy_ksm ");
-	return 0;
+	return f_drop(ctx, S_KSM, obj, "destroy_ksm ");
 }
 
 static int f_reg_dmabuf(void *ctx, void *dm, size_t len, uint64_t iova,

@@ -305,6 +305,17 @@ static void show_port(struct ibv_context *ctx, uint8_t p)
  * auto) picks on this device, per operation, with the agent's self-test:
  * an agent is created on the device for it (an ACTIVE port is needed).
  */
+/* An agent on dev for the policy reports (no cache monitor needed). */
+static int info_agent(const char *dev, struct rdmaxfer_agent **ap)
+{
+	struct rdmaxfer_agent_attr attr;
+
+	rdmaxfer_agent_attr_init(&attr);
+	attr.device = dev;
+	attr.cache_monitor = REGCACHE_MONITOR_NONE;
+	return rdmaxfer_agent_create(&attr, ap);
+}
+
 static void show_odp_policy(const char *dev)
 {
 	static const uint32_t ops[] = {
@@ -312,16 +323,12 @@ static void show_odp_policy(const char *dev)
 		RDMAXFER_ODP_OP_REMOTE_READ, RDMAXFER_ODP_OP_REMOTE_ATOMIC,
 	};
 	static const char *const pol[] = { "default", "auto", "on", "off" };
-	struct rdmaxfer_agent_attr attr;
 	struct rdmaxfer_odp_caps c;
 	struct rdmaxfer_agent *a;
 	size_t i;
 	int ret;
 
-	rdmaxfer_agent_attr_init(&attr);
-	attr.device = dev;
-	attr.cache_monitor = REGCACHE_MONITOR_NONE;
-	ret = rdmaxfer_agent_create(&attr, &a);
+	ret = info_agent(dev, &a);
 	if (ret) {
 		if (json) {
 			jopen("odp_policy", '{');
@@ -374,15 +381,11 @@ static void show_odp_policy(const char *dev)
 static void show_devmem(const char *dev)
 {
 	static const char *const pol[] = { "?", "auto", "on", "off" };
-	struct rdmaxfer_agent_attr attr;
 	struct rdmaxfer_devmem_caps c;
 	struct rdmaxfer_agent *a;
 	int ret;
 
-	rdmaxfer_agent_attr_init(&attr);
-	attr.device = dev;
-	attr.cache_monitor = REGCACHE_MONITOR_NONE;
-	ret = rdmaxfer_agent_create(&attr, &a);
+	ret = info_agent(dev, &a);
 	if (!ret) {
 		ret = rdmaxfer_agent_devmem_caps(a, &c);
 		rdmaxfer_agent_destroy(a);

@@ -24,10 +24,10 @@
  *   refuses any of this is never offered the path.
  * - the start-up check of each device path, best first, until one
  *   passes (as UCX enables MEMIC only after an atomic on a DM key
- *   worked): a 64-byte region of that path, a loopback RC QP connected to
- *   itself, a fetch-and-add through the region's key at its descriptor
- *   address, and both the fetched value and the word read back must be
- *   right.
+ *   worked): a 64-byte region of that path, a pair of loopback RC QPs
+ *   (odp.c's, as its self-test uses), a fetch-and-add through the
+ *   region's key at its descriptor address, and both the fetched value
+ *   and the word read back must be right.
  * - the host fallback: page-rounded anonymous memory registered through
  *   the agent's cache as an exact, never-kept entry (remote read, write
  *   and atomic), unmapped at deregister after the entry is put; its
@@ -269,9 +269,9 @@ static void open_devx(struct rdmaxfer_agent *agent, struct rx_devmem_agent *da)
 }
 #endif
 
-/* A fetch-and-add through a fresh region of path, on a QP connected to
- * itself: 1 when the old value came back and the word was updated, else
- * -errno. */
+/* A fetch-and-add through a fresh region of path, between two loopback
+ * QPs of the agent's PD: 1 when the old value came back and the word was
+ * updated, else -errno. */
 static int dm_check(struct rdmaxfer_agent *agent, uint32_t path)
 {
 	struct rx_devmem_agent *da = agent->devmem;
@@ -282,7 +282,7 @@ static int dm_check(struct rdmaxfer_agent *agent, uint32_t path)
 	struct rx_dm_region r;
 	struct rx_dm_ops ops;
 	struct ibv_mr *res_mr = NULL;
-	struct ibv_qp *qp = NULL;
+	struct ibv_qp *qp[2] = { NULL, NULL };
 	struct ibv_cq *cq = NULL;
 	size_t psz = page_size();
 	int ret;
@@ -309,13 +309,18 @@ static int dm_check(struct rdmaxfer_agent *agent, uint32_t path)
 	qa.qp_type = IBV_QPT_RC;
 	qa.cap.max_send_wr = qa.cap.max_recv_wr = 1;
 	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-	if (cq)
-		qp = ibv_create_qp(agent->pd, &qa);
-	if (!res_mr || !cq || !qp) {
+	if (cq) {
+		qp[0] = ibv_create_qp(agent->pd, &qa);
+		qp[1] = ibv_create_qp(agent->pd, &qa);
+	}
+	if (!res_mr || !cq || !qp[0] || !qp[1]) {
 		ret = errno_or(-ENOMEM);
 		goto out;
 	}
-	ret = rx_loopback_connect(agent, qp, qp->qp_num);
+	/* a pair, as the ODP self-test uses (proven on rxe) */
+	ret = rx_loopback_connect(agent, qp[0], qp[1]->qp_num);
+	if (!ret)
+		ret = rx_loopback_connect(agent, qp[1], qp[0]->qp_num);
 	if (ret)
 		goto out;
 	sge.addr = (uintptr_t)res;
@@ -328,14 +333,16 @@ static int dm_check(struct rdmaxfer_agent *agent, uint32_t path)
 	wr.wr.atomic.remote_addr = r.addr + 8;
 	wr.wr.atomic.rkey = r.rkey;
 	wr.wr.atomic.compare_add = 7;
-	ret = rx_loopback_post(qp, cq, &wr);
+	ret = rx_loopback_post(qp[0], cq, &wr);
 	if (!ret)
 		ret = -ibv_memcpy_from_dm(&got, r.dm, 8, sizeof(got));
 	if (!ret && (*res != 5 || got != 12))
 		ret = -EIO;		/* completed, but not an atomic */
 out:
-	if (qp)
-		ibv_destroy_qp(qp);
+	if (qp[1])
+		ibv_destroy_qp(qp[1]);
+	if (qp[0])
+		ibv_destroy_qp(qp[0]);
 	if (cq)
 		ibv_destroy_cq(cq);
 	if (res_mr)

@@ -70,7 +70,7 @@ struct rx_devmem_agent {
 	const char *env;		/* its text, for the message */
 	struct ibv_context *devx;	/* mlx5: a DEVX context, or NULL */
 	uint32_t pdn;
-	int devx_err;			/* why devx is NULL (0: not tried) */
+	int devx_err;			/* why devx is NULL (0: untried) */
 };
 
 struct rx_devmem {
@@ -376,7 +376,8 @@ static void caps_msg(struct rdmaxfer_agent *agent)
 			 rdmaxfer_dm_path_name(c->path), why[0] ? "; " : "",
 			 why);
 	else
-		snprintf(c->msg, sizeof(c->msg), "%.32s: host memory (%.160s)%s", dev,
+		snprintf(c->msg, sizeof(c->msg),
+			 "%.32s: host memory (%.160s)%s", dev,
 			 pol == RDMAXFER_DM_OFF ? "policy off" : why,
 			 pol == RDMAXFER_DM_ON ?
 			 "; policy on: allocations fail" : "");

@@ -23,8 +23,8 @@
 struct rx_dm_hw {
 	uint64_t max_dm_size;		/* ibv_query_device_ex; 0: none */
 	bool mlx5;			/* mlx5dv_is_supported() */
-	bool devx;			/* a DEVX context and the PD's number */
-	bool dmabuf_export;		/* built with ibv_dm_export_dmabuf_fd */
+	bool devx;			/* a DEVX context, the PD's number */
+	bool dmabuf_export;		/* ibv_dm_export_dmabuf_fd built in */
 	/* start-up check per path: 0 not run, 1 passed, else -errno */
 	int check[RX_DM_NPATHS];
 };
@@ -81,7 +81,7 @@ struct rx_dm_region {
 	size_t rsv_len;
 	void *ksm;			/* KSM: the DEVX mkey object */
 	void *dbuf_mr;			/* DMABUF: the MR at rsv */
-	uint64_t addr;			/* descriptors: address of byte 0 */
+	uint64_t addr;			/* descriptors: byte 0's address */
 	uint32_t rkey;
 	bool zero_based;
 };

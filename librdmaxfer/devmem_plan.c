@@ -107,7 +107,8 @@ uint32_t rx_dm_best_path(const struct rx_dm_hw *hw, char *why, size_t wlen)
 		if (p == RDMAXFER_DM_PATH_DMABUF && !hw->dmabuf_export)
 			continue;
 		if (hw->check[p] < 0) {
-			add_why(why, wlen, "%s: start-up atomic check failed (%s)",
+			add_why(why, wlen,
+				"%s: start-up atomic check failed (%s)",
 				rdmaxfer_dm_path_name(p), hw->check[p]);
 			continue;
 		}
@@ -123,8 +124,8 @@ int rx_dm_pick(const struct rx_dm_hw *hw, int policy, size_t len,
 
 	why[0] = '\0';
 	if (!len || len % 8) {
-		snprintf(why, wlen, "length %zu is not a positive multiple of 8",
-			 len);
+		snprintf(why, wlen,
+			 "length %zu is not a positive multiple of 8", len);
 		return -EINVAL;
 	}
 	if (policy == RDMAXFER_DM_OFF) {

@@ -56,11 +56,13 @@ static void test_prm_fields(void)
 	};
 	struct rx_ksm_mkey m = {
 		.pdn = 0xabcdef, .access = RX_PRM_ACCESS_ALL, .tag = 0x6d,
-		.log_entity = 12, .start = 0x7f1234560000ULL, .len = 3 * 4096 - 8,
+		.log_entity = 12, .start = 0x7f1234560000ULL,
+		.len = 3 * 4096 - 8,
 		.entries = e, .n = 3,
 	};
 	uint8_t in[0x110 + 3 * 16 + 16];
-	const uint8_t *mkc = in + 0x10;	/* memory_key_mkey_entry @ bit 0x80 */
+	/* memory_key_mkey_entry @ bit 0x80 */
+	const uint8_t *mkc = in + 0x10;
 	size_t i;
 
 	CU_ASSERT_EQUAL(rx_prm_ksm_in_len(3), 0x110 + 3 * 16);
@@ -69,7 +71,7 @@ static void test_prm_fields(void)
 	/* opcode[0x10] @0: CREATE_MKEY 0x200, uid 0 */
 	CU_ASSERT_EQUAL(be32_at(in, 0), 0x02000000);
 	CU_ASSERT_EQUAL(be32_at(in, 4), 0);		/* op_mod */
-	CU_ASSERT_EQUAL(be32_at(in, 12), 0);		/* pg_access, umem */
+	CU_ASSERT_EQUAL(be32_at(in, 12), 0);	/* pg_access, umem */
 	/* mkc dword 0: free 0, access_mode_4_2 0 (bits 3..5), umr_en 0
 	 * (bit 16), a rw rr lw lr (bits 17..21), access_mode_1_0 = 3
 	 * (bits 22..23): 0x00007f00 */
@@ -82,7 +84,7 @@ static void test_prm_fields(void)
 	/* start_addr[0x40] @0x80, len[0x40] @0xc0 */
 	CU_ASSERT_EQUAL(be64_at(mkc, 16), 0x7f1234560000ULL);
 	CU_ASSERT_EQUAL(be64_at(mkc, 24), 3 * 4096 - 8);
-	CU_ASSERT_EQUAL(be32_at(mkc, 32), 0);		/* bsf_octword_size */
+	CU_ASSERT_EQUAL(be32_at(mkc, 32), 0);	/* bsf_octword_size */
 	/* translations_octword_size[0x20] @0x1a0: one octword per entry */
 	CU_ASSERT_EQUAL(be32_at(mkc, 52), 3);
 	/* log_page_size[5] @0x1db: the low 5 bits of dword 0x1c0 */
@@ -300,7 +302,8 @@ static void test_pick_cases(void)
 	hw.check[RDMAXFER_DM_PATH_KSM] = -EPERM;
 	CU_ASSERT_EQUAL(rx_dm_best_path(&hw, why, sizeof(why)),
 			RDMAXFER_DM_PATH_ZERO_BASED);
-	CU_ASSERT_PTR_NOT_NULL(strstr(why, "ksm: start-up atomic check failed"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(why,
+				      "ksm: start-up atomic check failed"));
 	hw.check[RDMAXFER_DM_PATH_KSM] = 1;
 	CU_ASSERT_EQUAL(rx_dm_pick(&hw, RDMAXFER_DM_ON, 131072, &path, why,
 				   sizeof(why)), 0);

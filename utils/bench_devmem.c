@@ -172,8 +172,9 @@ int bench_devmem(const struct bench_devmem_cfg *cfg)
 		ret = rdmaxfer_mem_desc(hm, 0, 8, &hword);
 	if (ret)
 		goto out;
-	printf("# dm_atomic: remote atomics, one in flight, on a word of device "
-	       "memory vs a word of host memory, %d interleaved rounds of %u\n",
+	printf("# dm_atomic: remote atomics, one in flight, on a word of "
+	       "device memory vs a word of host memory, %d interleaved rounds "
+	       "of %u\n",
 	       ROUNDS, iters);
 	if (info.path == RDMAXFER_DM_PATH_HOST)
 		printf("# device memory: host fallback (%s): both rows measure "

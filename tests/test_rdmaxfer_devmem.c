@@ -27,8 +27,8 @@
 #include "rdmaxfer_test_util.h"
 
 #define NAGENTS		4		/* contending clients */
-#define NFADD		100		/* fetch-and-adds per client */
-#define NCAS		25		/* CAS increments per client */
+#define NFADD		64		/* fetch-and-adds per client */
+#define NCAS		16		/* CAS increments per client */
 #define REGION		4096
 
 static const char *addr;

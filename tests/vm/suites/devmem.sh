@@ -25,7 +25,7 @@ rc_check "rdmaxfer-info: no device memory on $RXE_DEV, host fallback named" \
 # the benchmark runs on the fallback and says so (numbers: doc/BENCHMARKS.md)
 res="$RC_RESULTS/dm_atomic.txt"
 rc_check "rdmaxfer-bench dm_atomic: fadd_lat, cswap_lat, host fallback said" \
-	sh -c "timeout 120 '$RC_BUILDDIR/utils/rdmaxfer-bench' -n 200 \
+	sh -c "timeout 120 '$RC_BUILDDIR/utils/rdmaxfer-bench' -n 100 \
 	dm_atomic '$RXE_ADDR' > '$res' 2>&1 && \
 	grep -q 'device memory: host fallback' '$res' && \
 	grep -q '^fadd_lat' '$res' && grep -q '^cswap_lat' '$res'"

@@ -245,13 +245,16 @@ int rdmaxfer_peer_error(const struct rdmaxfer_peer *peer);
 /* --------------------------------------------------------------- memory */
 
 /* Memory kinds.  HOST, ODP and DMABUF (rdmaxfer_mem_register_dmabuf())
- * are implemented; DEVICE is reserved and rejected with -EOPNOTSUPP. */
+ * are registered; DEVICE is allocated by rdmaxfer_mem_alloc_device()
+ * (LIBRDMAXFER_1.6), and rdmaxfer_mem_register() refuses it with
+ * -EOPNOTSUPP. */
 enum rdmaxfer_mem_kind {
 	RDMAXFER_MEM_HOST = 1,		/* pinned host memory (ibv_reg_mr) */
 	/* on-demand paging where the agent's ODP policy and the device allow
 	 * it, else pinned (see rdmaxfer_odp(3)); LIBRDMAXFER_1.2 */
 	RDMAXFER_MEM_ODP = 2,
-	RDMAXFER_MEM_DEVICE = 3,	/* device memory, MEMIC (reserved) */
+	/* NIC device memory, MEMIC (rdmaxfer_mem_alloc_device()) */
+	RDMAXFER_MEM_DEVICE = 3,
 	/* dma-buf, by rdmaxfer_mem_register_dmabuf() only; LIBRDMAXFER_1.3 */
 	RDMAXFER_MEM_DMABUF = 4,
 };
@@ -410,8 +413,8 @@ struct rdmaxfer_xfer_notif {
  * notif may be NULL.  Remote descriptors are checked here: -ERANGE for
  * length 0, a wrapping range, or (with the peer's exports list, see
  * rdmaxfer_peer_set_exports()) a range outside every exported descriptor
- * of its rkey.  Errors: -EINVAL, -ERANGE, -EOPNOTSUPP (remote kind
- * DEVICE), -ENOMEM.
+ * of its rkey.  Errors: -EINVAL (also an unknown kind or kind bit),
+ * -ERANGE, -ENOMEM.
  */
 int rdmaxfer_xfer_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
 			  const struct rdmaxfer_iov *local, size_t nlocal,
@@ -738,6 +741,98 @@ int rdmaxfer_agent_dmabuf_caps(struct rdmaxfer_agent *agent,
  * copies the dma-buf into the host copy.  -EINVAL (not dma-buf, bad
  * flags). */
 int rdmaxfer_dmabuf_sync(const struct rdmaxfer_mem *mem, uint32_t flags);
+
+/* ---------------------------------- NIC device memory (MEMIC), 1.6 */
+
+/*
+ * struct rdmaxfer_desc.kind of a region addressed from 0 (its first byte
+ * is address 0, not a virtual address): device memory where the device
+ * has no indirect key to place it at one (see rdmaxfer_devmem(3)).  Only
+ * with RDMAXFER_MEM_DEVICE; a peer that does not know the bit refuses the
+ * descriptor (-EINVAL) instead of aiming at the wrong address.
+ */
+#define RDMAXFER_DESC_ZERO_BASED	(1U << 16)
+#define RDMAXFER_DESC_KIND_MASK		0xffffU
+
+/* $RDMAXFER_DM (auto, on, off), overridden per call by the flags below */
+enum rdmaxfer_dm_policy {
+	RDMAXFER_DM_AUTO = 1,	/* device memory where it works, else host */
+	RDMAXFER_DM_ON = 2,	/* device memory or -EOPNOTSUPP */
+	RDMAXFER_DM_OFF = 3,	/* host memory always */
+};
+
+/* rdmaxfer_mem_alloc_device() flags */
+#define RDMAXFER_DM_REQUIRE	(1U << 0)	/* this call: policy on */
+#define RDMAXFER_DM_HOST	(1U << 1)	/* this call: policy off */
+
+/* How device memory is reached (info.path, caps.path) */
+enum rdmaxfer_dm_path {
+	/* ibv_alloc_dm, a zero-based MR, and a KSM indirect key (mlx5 DEVX)
+	 * placing it at a reserved PROT_NONE range: ordinary addresses */
+	RDMAXFER_DM_PATH_KSM = 1,
+	/* ibv_alloc_dm exported as a dma-buf (ibv_dm_export_dmabuf_fd)
+	 * and registered at the reserved range (where rdma-core has it) */
+	RDMAXFER_DM_PATH_DMABUF = 2,
+	/* ibv_alloc_dm and a zero-based MR: RDMAXFER_DESC_ZERO_BASED */
+	RDMAXFER_DM_PATH_ZERO_BASED = 3,
+	/* no usable device memory: host memory through the cache */
+	RDMAXFER_DM_PATH_HOST = 4,
+};
+
+#define RDMAXFER_DM_MSG_MAX	256
+
+/* What the agent's device offers (probed once, on first use). */
+struct rdmaxfer_devmem_caps {
+	uint32_t policy;		/* enum rdmaxfer_dm_policy in effect */
+	uint32_t path;			/* what a fitting allocation takes */
+	uint64_t max_dm_size;		/* 0: no device memory */
+	uint32_t mlx5;			/* 1: mlx5dv_is_supported() */
+	uint32_t devx;			/* 1: a DEVX context opened */
+	uint32_t dmabuf_export;		/* 1: built with ibv_dm_export_dmabuf_fd */
+	/* start-up check (an atomic through the key, loopback) of the
+	 * path taken: 0 not run, 1 passed, else its -errno */
+	int32_t check;
+	char msg[RDMAXFER_DM_MSG_MAX];	/* the path, and why */
+};
+
+/* How one region was allocated (rdmaxfer_mem_devmem_query()). */
+struct rdmaxfer_devmem_info {
+	uint32_t path;			/* enum rdmaxfer_dm_path */
+	uint32_t reserved32;
+	uint64_t len;
+	uint64_t addr;			/* what its descriptors name */
+	void *cpu;			/* PATH_HOST: the words; else NULL */
+	char msg[RDMAXFER_DM_MSG_MAX];	/* the path, and why */
+};
+
+/*
+ * Allocate len bytes (a multiple of 8, at most the device's max_dm_size)
+ * of the NIC's device memory, zeroed, with remote read, write and atomic
+ * rights, as a handle of kind RDMAXFER_MEM_DEVICE: descriptors
+ * (rdmaxfer_mem_desc()) address it for READ/WRITE and atomics; the copy
+ * helpers below reach it locally.  Where the device has none (or policy
+ * off), host memory registered through the cache is taken instead and
+ * reported (rdmaxfer_mem_devmem_query()).  Free with
+ * rdmaxfer_mem_deregister().  Errors: -EINVAL (NULL, len 0 or not a
+ * multiple of 8, unknown flags, both policy flags, unknown $RDMAXFER_DM),
+ * -ENOSPC (len over max_dm_size under policy on), -EOPNOTSUPP (policy on
+ * and no usable device memory), -ENOMEM, verbs errors.
+ */
+int rdmaxfer_mem_alloc_device(struct rdmaxfer_agent *agent, size_t len,
+			      uint32_t flags, struct rdmaxfer_mem **memp);
+int rdmaxfer_mem_devmem_query(const struct rdmaxfer_mem *mem,
+			      struct rdmaxfer_devmem_info *info);
+int rdmaxfer_agent_devmem_caps(struct rdmaxfer_agent *agent,
+			       struct rdmaxfer_devmem_caps *caps);
+/* Copy between host memory and [offset, offset + len) of a device-memory
+ * region (ibv_memcpy_to_dm / _from_dm; memcpy on the host path): offset,
+ * len and buf 4-byte aligned.  -EINVAL, -ERANGE. */
+int rdmaxfer_devmem_write(struct rdmaxfer_mem *mem, size_t offset,
+			  const void *buf, size_t len);
+int rdmaxfer_devmem_read(const struct rdmaxfer_mem *mem, size_t offset,
+			 void *buf, size_t len);
+/* "ksm", "dmabuf", "zero-based", "host", "?" */
+const char *rdmaxfer_dm_path_name(uint32_t path);
 /*
  * Files as transfer endpoints (LIBRDMAXFER_1.5, rdmaxfer_file(3)): a file
  * range (fd, offset, len) read into or written from local memory through

@@ -1018,6 +1018,7 @@ void rdmaxfer_agent_destroy(struct rdmaxfer_agent *agent)
 	pthread_mutex_unlock(&agent->lock);
 
 	rx_odp_fini(agent);
+	rx_devmem_fini(agent);
 	regcache_destroy(agent->cache);
 	ibv_dereg_mr(agent->recv_mr);
 	free(agent->recv_buf);

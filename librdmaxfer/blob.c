@@ -71,7 +71,7 @@ size_t rx_md_size(size_t ndescs)
 
 static bool kind_valid(uint32_t kind)
 {
-	return kind >= RDMAXFER_MEM_HOST && kind <= RDMAXFER_MEM_DMABUF;
+	return rx_desc_kind_valid(kind);	/* devmem.h */
 }
 
 int rx_md_encode(const struct rdmaxfer_md *md, void *buf, size_t cap,

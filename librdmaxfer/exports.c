@@ -78,7 +78,7 @@ int rx_set_exports(struct rdmaxfer_peer *peer,
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		if (descs[i].kind > RDMAXFER_MEM_DMABUF)
+		if (descs[i].kind && !rx_desc_kind_valid(descs[i].kind))
 			return -EINVAL;
 		if (!descs[i].len ||
 		    descs[i].addr + descs[i].len < descs[i].addr)

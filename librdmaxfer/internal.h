@@ -20,6 +20,7 @@
 
 #include "rdmaxfer.h"
 #include "odp.h"
+#include "devmem.h"
 
 #define RX_EXPORT	__attribute__((visibility("default")))
 
@@ -272,6 +273,8 @@ struct rdmaxfer_mem {
 	uint32_t rkey;
 	uint32_t access;		/* RDMAXFER_ACCESS_*; 0: local only */
 	struct rx_dmabuf *dmabuf;	/* kind DMABUF (dmabuf.c), else NULL */
+	/* rdmaxfer_mem_alloc_device() (devmem.c), else NULL */
+	struct rx_devmem *devmem;
 };
 
 struct rx_notif_q {
@@ -314,6 +317,8 @@ struct rdmaxfer_agent {
 	/* dmabuf.c: does the device take dma-buf MRs?  0 not probed yet,
 	 * 1 yes, else the probe's -errno (guarded by lock) */
 	int dmabuf_dev;
+	/* devmem.c: device memory, probed on first use (guarded by lock) */
+	struct rx_devmem_agent *devmem;
 
 	uint8_t *recv_buf;
 	struct ibv_mr *recv_mr;
@@ -421,6 +426,18 @@ uint32_t rx_ibv_access(uint32_t access);	/* RDMAXFER_ACCESS_* -> IBV_ */
 /* dmabuf.c: drop what a DMABUF region holds besides its cache entry (the
  * device MR, the CPU mapping, the dup of the fd); frees mem->dmabuf */
 void rx_dmabuf_release(struct rdmaxfer_mem *mem);
+/* devmem.c: free a device-memory region's own state (after its cache
+ * entry); its descriptors; the agent's DEVX context and probe */
+void rx_devmem_release(struct rdmaxfer_mem *mem);
+int rx_devmem_mem_desc(const struct rdmaxfer_mem *mem, size_t offset,
+		       size_t len, struct rdmaxfer_desc *desc);
+void rx_devmem_fini(struct rdmaxfer_agent *agent);
+/* odp.c: a loopback RC QP (connected to dqpn on the agent's port) and a
+ * signalled work request on it, waited for (2 s): 0 or -errno */
+int rx_loopback_connect(struct rdmaxfer_agent *agent, struct ibv_qp *q,
+			uint32_t dqpn);
+int rx_loopback_post(struct ibv_qp *qp, struct ibv_cq *cq,
+		     struct ibv_send_wr *wr);
 int rx_cache_get(struct regcache *cache, void *addr, size_t len,
 		 uint32_t access, unsigned int flags,
 		 struct regcache_entry **entryp);

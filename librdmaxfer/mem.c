@@ -8,8 +8,8 @@
  * RDMAXFER_MEM_ODP goes through the agent's ODP cache where its policy and
  * device allow (odp.c decides), else through the pinned cache as HOST;
  * DMABUF regions come from rdmaxfer_mem_register_dmabuf() (dmabuf.c);
- * DEVICE is part of the ABI already but is refused until its
- * registration path exists.
+ * DEVICE memory is allocated, not registered: rdmaxfer_mem_alloc_device()
+ * (devmem.c).
  *
  * Security property: who can touch which memory through which key.
  * - An lkey (request buffers, atomic result words, local-only handles)
@@ -175,6 +175,8 @@ static void mem_put(struct rdmaxfer_mem *mem)
 		regcache_put(mem->cache, mem->entry);
 	if (mem->dmabuf)
 		rx_dmabuf_release(mem);
+	if (mem->devmem)
+		rx_devmem_release(mem);
 	free(mem);
 }
 
@@ -222,6 +224,8 @@ int rdmaxfer_mem_desc(const struct rdmaxfer_mem *mem, size_t offset,
 
 	if (!mem || !desc)
 		return -EINVAL;
+	if (mem->devmem)		/* maybe zero-based: devmem.c */
+		return rx_devmem_mem_desc(mem, offset, len, desc);
 	if (!mem->access)
 		return -EACCES;		/* local only: nothing to export */
 	ret = sub_range((uintptr_t)mem->addr, mem->len, offset, len, &a, &l);

@@ -142,9 +142,10 @@ static uint8_t st_pat(size_t i, unsigned int seed)
 	return (uint8_t)((i * 131 + seed * 7 + (i >> 9)) ^ seed);
 }
 
-static int st_connect(struct selftest *t, struct ibv_qp *q, uint32_t dqpn)
+/* Also the start-up check of device memory (devmem.c). */
+int rx_loopback_connect(struct rdmaxfer_agent *agent, struct ibv_qp *q,
+			uint32_t dqpn)
 {
-	struct rdmaxfer_agent *agent = t->agent;
 	struct ibv_qp_attr a;
 	enum ibv_mtu mtu = agent->port_attr.active_mtu;
 
@@ -189,8 +190,9 @@ static int st_connect(struct selftest *t, struct ibv_qp *q, uint32_t dqpn)
 	return 0;
 }
 
-/* Post one signaled work request on qp[0] and wait for it: 0 or -errno. */
-static int st_post(struct selftest *t, struct ibv_send_wr *wr)
+/* Post one signaled work request on qp and wait for it: 0 or -errno. */
+int rx_loopback_post(struct ibv_qp *qp, struct ibv_cq *cq,
+		     struct ibv_send_wr *wr)
 {
 	struct ibv_send_wr *bad;
 	struct ibv_wc wc;
@@ -198,11 +200,11 @@ static int st_post(struct selftest *t, struct ibv_send_wr *wr)
 	int n, ret;
 
 	wr->send_flags = IBV_SEND_SIGNALED;
-	ret = ibv_post_send(t->qp[0], wr, &bad);
+	ret = ibv_post_send(qp, wr, &bad);
 	if (ret)
 		return -ret;
 	do {
-		n = ibv_poll_cq(t->cq, 1, &wc);
+		n = ibv_poll_cq(cq, 1, &wc);
 	} while (n == 0 && rx_now_ns() - t0 < ST_WAIT_NS);
 	if (n < 0)
 		return -EIO;
@@ -223,7 +225,7 @@ static int st_rdma(struct selftest *t, enum ibv_wr_opcode op, void *laddr,
 	wr.num_sge = 1;
 	wr.wr.rdma.remote_addr = (uintptr_t)raddr;
 	wr.wr.rdma.rkey = rkey;
-	return st_post(t, &wr);
+	return rx_loopback_post(t->qp[0], t->cq, &wr);
 }
 
 /* First wrong byte of got against the pattern, or -1. */
@@ -298,7 +300,7 @@ static int st_case(struct selftest *t, uint32_t op, char *why, size_t wlen)
 		wr.wr.atomic.remote_addr = (uintptr_t)word;
 		wr.wr.atomic.rkey = t->odp_mr->rkey;
 		wr.wr.atomic.compare_add = 7;
-		ret = st_post(t, &wr);
+		ret = rx_loopback_post(t->qp[0], t->cq, &wr);
 		bad = ret ? 0 : (*word == 12 && *(uint64_t *)t->pin == 5) ?
 				-1 : 0;
 		break;
@@ -357,9 +359,9 @@ static void selftest(struct rdmaxfer_agent *agent)
 	t.qp[1] = ibv_create_qp(agent->pd, &qa);
 	if (!t.qp[0] || !t.qp[1])
 		goto fail;
-	ret = st_connect(&t, t.qp[0], t.qp[1]->qp_num);
+	ret = rx_loopback_connect(agent, t.qp[0], t.qp[1]->qp_num);
 	if (!ret)
-		ret = st_connect(&t, t.qp[1], t.qp[0]->qp_num);
+		ret = rx_loopback_connect(agent, t.qp[1], t.qp[0]->qp_num);
 	if (ret)
 		goto fail;
 	t.pin_mr = ibv_reg_mr(agent->pd, t.pin, 2 * t.psz,

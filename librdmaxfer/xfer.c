@@ -536,11 +536,9 @@ static void req_register(struct rdmaxfer_req *req)
  */
 static int check_remote(const struct rdmaxfer_desc *d)
 {
-	/* ODP and dma-buf regions are targeted like pinned memory: by rkey */
-	if (d->kind == RDMAXFER_MEM_DEVICE)
-		return -EOPNOTSUPP;
-	if (d->kind != RDMAXFER_MEM_HOST && d->kind != RDMAXFER_MEM_ODP &&
-	    d->kind != RDMAXFER_MEM_DMABUF)
+	/* every kind is targeted like pinned memory, by rkey and address;
+	 * a zero-based device region's addresses start at 0 */
+	if (!rx_desc_kind_valid(d->kind))
 		return -EINVAL;
 	if (!d->len || d->addr + d->len < d->addr)
 		return -ERANGE;

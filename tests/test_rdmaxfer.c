@@ -604,9 +604,19 @@ static void test_reserved_kinds(void)
 					      RDMAXFER_MEM_DMABUF, &m), -EINVAL);
 	CU_ASSERT_EQUAL(rdmaxfer_mem_register(cli, cli_buf, 4096, 99, &m), -EINVAL);
 	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_desc(srv_mem, 0, 8, &d), 0);
+	/* device memory is targeted like any other (test_rdmaxfer_devmem);
+	 * unknown kind bits, and the zero-based bit off DEVICE, are not */
 	d.kind = RDMAXFER_MEM_DEVICE;
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_xfer_prepare(cli_peer, RDMAXFER_OP_WRITE,
+						    &iov, 1, &d, 1, NULL, &req),
+			      0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_free(req), 0);
+	d.kind = RDMAXFER_MEM_HOST | RDMAXFER_DESC_ZERO_BASED;
 	CU_ASSERT_EQUAL(rdmaxfer_xfer_prepare(cli_peer, RDMAXFER_OP_WRITE, &iov,
-					      1, &d, 1, NULL, &req), -EOPNOTSUPP);
+					      1, &d, 1, NULL, &req), -EINVAL);
+	d.kind = RDMAXFER_MEM_DEVICE | (1U << 17);
+	CU_ASSERT_EQUAL(rdmaxfer_xfer_prepare(cli_peer, RDMAXFER_OP_WRITE, &iov,
+					      1, &d, 1, NULL, &req), -EINVAL);
 	d.kind = RDMAXFER_MEM_HOST;
 	d.len = 9;
 	CU_ASSERT_EQUAL(rdmaxfer_xfer_prepare(cli_peer, RDMAXFER_OP_WRITE, &iov,

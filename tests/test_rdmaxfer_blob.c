@@ -111,6 +111,37 @@ static void test_round_trip(void)
 	CU_ASSERT_EQUAL(rx_md_encode(&in, buf, sizeof(buf), &len), -EINVAL);
 }
 
+/* Device memory's zero-based descriptors travel; the bit elsewhere, or
+ * an unknown kind bit, is refused on both sides (issue 13). */
+static void test_zero_based(void)
+{
+	struct rdmaxfer_desc d[1] = {
+		{ 64, 8, 0x4242, RDMAXFER_MEM_DEVICE | RDMAXFER_DESC_ZERO_BASED },
+	};
+	struct rdmaxfer_md in, *out;
+	uint8_t buf[512];
+	size_t len;
+
+	sample(&in, true, 1);
+	in.descs = d;
+	len = encode(&in, buf, sizeof(buf));
+	/* kind: u32 little-endian at byte 20 of the descriptor */
+	CU_ASSERT_EQUAL(buf[RX_MD_HDR_LEN + 20], RDMAXFER_MEM_DEVICE);
+	CU_ASSERT_EQUAL(buf[RX_MD_HDR_LEN + 22], 1);	/* bit 16 */
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_md_parse(buf, len, &out), 0);
+	CU_ASSERT_EQUAL(out->descs[0].kind,
+			RDMAXFER_MEM_DEVICE | RDMAXFER_DESC_ZERO_BASED);
+	CU_ASSERT_EQUAL(out->descs[0].addr, 64);
+	rdmaxfer_md_free(out);
+	buf[RX_MD_HDR_LEN + 20] = RDMAXFER_MEM_HOST;
+	CU_ASSERT_EQUAL(rdmaxfer_md_parse(buf, len, &out), -EINVAL);
+	buf[RX_MD_HDR_LEN + 20] = RDMAXFER_MEM_DEVICE;
+	buf[RX_MD_HDR_LEN + 22] = 2;			/* bit 17 */
+	CU_ASSERT_EQUAL(rdmaxfer_md_parse(buf, len, &out), -EINVAL);
+	d[0].kind = RDMAXFER_MEM_HOST | RDMAXFER_DESC_ZERO_BASED;
+	CU_ASSERT_EQUAL(rx_md_encode(&in, buf, sizeof(buf), &len), -EINVAL);
+}
+
 static void test_truncation(void)
 {
 	struct rdmaxfer_md in, *out;
@@ -273,6 +304,7 @@ static void test_corpus(void)
 
 static const struct rc_test_case cases[] = {
 	{ "round_trip", test_round_trip },
+	{ "zero_based_descs", test_zero_based },
 	{ "truncation_every_length", test_truncation },
 	{ "version_mismatch", test_version },
 	{ "single_bit_corruption", test_corruption },

@@ -52,6 +52,7 @@
 #include "bench_reg.h"
 #include "bench_file.h"
 #include "bench_ring.h"
+#include "bench_devmem.h"
 
 #define BENCH_MAGIC		0x48434e42U	/* "BNCH" */
 #define DEF_PORT		18520
@@ -72,13 +73,14 @@ enum test {
 	T_CSWAP_LAT, T_REG, T_NIXL, T_REG_ACCESS,
 	T_FILE,			/* bench_file.c */
 	T_RING,			/* bench_ring.c */
+	T_DM_ATOMIC,		/* bench_devmem.c */
 	T_COUNT
 };
 
 static const char *const test_names[T_COUNT] = {
 	"write_bw", "read_bw", "write_lat", "read_lat", "fadd_lat",
 	"cswap_lat", "reg", "nixl", "reg_access",
-	"file", "ring",
+	"file", "ring", "dm_atomic",
 };
 
 /* control messages (notification values) */
@@ -1239,6 +1241,19 @@ static int run_ring(void)
 	return bench_ring(&cfg);
 }
 
+/* dm_atomic (bench_devmem.c): loopback on the address given */
+static int run_dm_atomic(void)
+{
+	struct bench_devmem_cfg cfg = {
+		.host = o.server,
+		.iters = o.iters > 0 ? (uint32_t)o.iters : 0,
+		.csv = o.csv,
+		.make_agent = make_agent_with,
+	};
+
+	return bench_devmem(&cfg);
+}
+
 static int run_reg(void)
 {
 	struct rdmaxfer_agent *agent = NULL;
@@ -1740,6 +1755,8 @@ static void usage(FILE *f)
 "       %s [options] reg|reg_access|ring  (local, no server)\n"
 "tests: write_bw read_bw write_lat read_lat fadd_lat cswap_lat reg nixl\n"
 "       reg_access ring file (file ADDR: loopback on ADDR, file in $TMPDIR)\n"
+"       dm_atomic ADDR: fadd/cswap latency on device memory vs host memory,\n"
+"       loopback on ADDR (where the device has none: the host fallback, said)\n"
 "  -s, --size SIZE        message size (K/M/G suffixes; default 65536 bw, 2 lat)\n"
 "  -a, --all              all powers of two (2 B .. 8 MiB; reg: 4 KiB .. 64 MiB)\n"
 "  -n, --iters N          iterations (default 5000 bw, 1000 lat, 100 reg, 10 nixl)\n"
@@ -2111,6 +2128,8 @@ int main(int argc, char **argv)
 		ret = run_file();
 	else if (o.test == T_RING)
 		ret = run_ring();
+	else if (o.test == T_DM_ATOMIC)
+		ret = run_dm_atomic();
 	else if (o.server)
 		ret = run_client();
 	else

@@ -305,6 +305,17 @@ static void show_port(struct ibv_context *ctx, uint8_t p)
  * auto) picks on this device, per operation, with the agent's self-test:
  * an agent is created on the device for it (an ACTIVE port is needed).
  */
+/* An agent on dev for the policy reports (no cache monitor needed). */
+static int info_agent(const char *dev, struct rdmaxfer_agent **ap)
+{
+	struct rdmaxfer_agent_attr attr;
+
+	rdmaxfer_agent_attr_init(&attr);
+	attr.device = dev;
+	attr.cache_monitor = REGCACHE_MONITOR_NONE;
+	return rdmaxfer_agent_create(&attr, ap);
+}
+
 static void show_odp_policy(const char *dev)
 {
 	static const uint32_t ops[] = {
@@ -312,16 +323,12 @@ static void show_odp_policy(const char *dev)
 		RDMAXFER_ODP_OP_REMOTE_READ, RDMAXFER_ODP_OP_REMOTE_ATOMIC,
 	};
 	static const char *const pol[] = { "default", "auto", "on", "off" };
-	struct rdmaxfer_agent_attr attr;
 	struct rdmaxfer_odp_caps c;
 	struct rdmaxfer_agent *a;
 	size_t i;
 	int ret;
 
-	rdmaxfer_agent_attr_init(&attr);
-	attr.device = dev;
-	attr.cache_monitor = REGCACHE_MONITOR_NONE;
-	ret = rdmaxfer_agent_create(&attr, &a);
+	ret = info_agent(dev, &a);
 	if (ret) {
 		if (json) {
 			jopen("odp_policy", '{');
@@ -364,6 +371,47 @@ static void show_odp_policy(const char *dev)
 		       c.implicit ? "registered" : "none");
 	}
 	rdmaxfer_agent_destroy(a);
+}
+
+/*
+ * Which path rdmaxfer_mem_alloc_device() takes on this device under the
+ * policy in effect ($RDMAXFER_DM, else auto), and why: an agent is made
+ * for it, which probes device memory and runs the start-up check.
+ */
+static void show_devmem(const char *dev)
+{
+	static const char *const pol[] = { "?", "auto", "on", "off" };
+	struct rdmaxfer_devmem_caps c;
+	struct rdmaxfer_agent *a;
+	int ret;
+
+	ret = info_agent(dev, &a);
+	if (!ret) {
+		ret = rdmaxfer_agent_devmem_caps(a, &c);
+		rdmaxfer_agent_destroy(a);
+	}
+	if (json) {
+		jopen("device_memory", '{');
+		if (ret) {
+			jnum("error", ret);
+		} else {
+			jstr("policy", c.policy < 4 ? pol[c.policy] : "?");
+			jstr("path", rdmaxfer_dm_path_name(c.path));
+			jbool("mlx5", c.mlx5);
+			jbool("devx", c.devx);
+			jbool("dmabuf_export", c.dmabuf_export);
+			jnum("check", c.check);
+			jstr("reason", c.msg);
+		}
+		jclose('}');
+	} else if (ret) {
+		printf("    device memory path: unknown (no agent: %s)\n",
+		       strerror(-ret));
+	} else {
+		printf("    device memory path: %s (policy %s; %s)\n",
+		       rdmaxfer_dm_path_name(c.path),
+		       c.policy < 4 ? pol[c.policy] : "?", c.msg);
+	}
 }
 
 /* The optional CUDA helper (configure --with-cuda): never run here. */
@@ -432,6 +480,7 @@ static int show_device(struct ibv_device *dev)
 		show_odp_policy(ibv_get_device_name(dev));
 		jclose('}');
 		jnum("max_dm_size", (long long)ax.max_dm_size);
+		show_devmem(ibv_get_device_name(dev));
 		jstr("dmabuf", dmabuf);
 		jstr("dmabuf_path", strcmp(dmabuf, "no") ? "device" :
 		     "cpu-mapping fallback");
@@ -459,6 +508,7 @@ static int show_device(struct ibv_device *dev)
 		printf("    device memory: max_dm_size %llu B%s\n",
 		       (unsigned long long)ax.max_dm_size,
 		       ax.max_dm_size ? "" : " (none)");
+		show_devmem(ibv_get_device_name(dev));
 		printf("    dma-buf:       %s (ibv_reg_dmabuf_mr probe with an invalid fd: %s)\n",
 		       dmabuf, derr ? strerror(-derr) : "no error");
 		/* what rdmaxfer_mem_register_dmabuf() does with that answer */
@@ -570,8 +620,10 @@ static const struct {
 	  "7.3 rxe corrupts them (self-test); pinned, data checked" },
 	{ "implicit ODP", "unvalidated",
 	  "rxe refuses it on both kernels; registered only where offered" },
-	{ "device memory (MEMIC) + KSM remap", "not validated",
-	  "rxe has no device memory; needs mlx5 (ConnectX-5 or later)" },
+	{ "device memory (MEMIC) + KSM remap", "unvalidated: needs mlx5",
+	  "rxe has no device memory; KSM encoding, path choice and teardown host-tested only" },
+	{ "device memory: host fallback", "rxe, Debian 6.1 and 7.3 kernels",
+	  "devmem suite: WRITE/READ, contended fetch-and-add and compare-and-swap, data checked" },
 	{ "dma-buf: device MR (ibv_reg_dmabuf_mr)", "not validated",
 	  "rxe refuses it (EOPNOTSUPP, 6.1 and 7.3); needs mlx5 (or efa, irdma, ...)" },
 	{ "dma-buf: CUDA export helper", "unvalidated",

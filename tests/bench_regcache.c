@@ -2,7 +2,7 @@
 /*
  * bench_regcache.c - libregcache benchmarks (numbers, not pass/fail).
  *
- *   bench_regcache [--monitor kmod|uffd] [--vm --dev rxe0] [--quick]
+ *   bench_regcache [--monitor kmod|uffd] [--vm --dev rxe0] [--quick] [--hits]
  *
  * Host part (null backend, so only the cache is measured):
  *   hit latency of get+put, p50/p99, with 1, 10^3 and 10^5 live entries,
@@ -32,6 +32,7 @@
 static size_t psz;
 static enum regcache_monitor_type mon = REGCACHE_MONITOR_AUTO;
 static bool quick;
+static bool hits_only;	/* --hits: hit latency and scaling only */
 static bool vm;		/* under TCG: fewer samples, the same measurements */
 static struct ibv_pd *pd;
 
@@ -627,6 +628,8 @@ int main(int argc, char **argv)
 			vm = true;
 		else if (!strcmp(argv[i], "--quick"))
 			quick = true;
+		else if (!strcmp(argv[i], "--hits"))
+			hits_only = true;
 		else if (!strcmp(argv[i], "--dev") && i + 1 < argc)
 			dev = argv[++i];
 		else if (!strcmp(argv[i], "--monitor") && i + 1 < argc) {
@@ -635,7 +638,7 @@ int main(int argc, char **argv)
 			      !strcmp(argv[i], "uffd") ? REGCACHE_MONITOR_UFFD :
 			      REGCACHE_MONITOR_NONE;
 		} else {
-			fprintf(stderr, "usage: %s [--monitor kmod|uffd] [--vm [--dev DEV]] [--quick]\n",
+			fprintf(stderr, "usage: %s [--monitor kmod|uffd] [--vm [--dev DEV]] [--quick] [--hits]\n",
 				argv[0]);
 			return 2;
 		}
@@ -643,6 +646,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	bench_hits();
 	bench_scaling();
+	if (hits_only)
+		return 0;
 	bench_miss();
 	bench_churn();
 	coalesce(null_reg, null_dereg, "null backend");

@@ -141,9 +141,11 @@ static int rc_chunk_add(struct regcache *cache)
 		cache->chunks = c;
 		cache->chunks_cap = cap;
 	}
-	base = calloc(RC_ENTRIES_PER_CHUNK, sizeof(*base));
-	if (!base)
+	/* aligned: an entry's hot fields share one cache line */
+	if (posix_memalign((void **)&base, RC_CACHELINE,
+			   RC_ENTRIES_PER_CHUNK * sizeof(*base)))
 		return -ENOMEM;
+	memset(base, 0, RC_ENTRIES_PER_CHUNK * sizeof(*base));
 	/* Keep chunks sorted by address for the binary search in put. */
 	for (pos = cache->nchunks; pos > 0; pos--) {
 		if (cache->chunks[pos - 1].base < base)
@@ -1636,8 +1638,9 @@ rc_entry_known_slow(struct regcache *cache, const struct regcache_entry *e)
  * known to be a slot of this cache, reading it cannot fault, and the
  * caller's reference keeps the slot from being freed and reused while we
  * read nokeep and drop that reference.  The magic (acquire, paired with
- * the release store of rc_entry_alloc/rc_entry_free) and the cache
- * pointer turn away freed slots and other caches' entries; the CAS on refs
+ * the release store of rc_entry_alloc/rc_entry_free) turns away freed
+ * slots (a slot only ever serves the cache whose chunk holds it, so a
+ * live one has entry->cache == cache); the CAS on refs
  * is the only step that must be atomic, and it serialises with the
  * writer's own RMWs on refs (rc_remove_locked's drop of the index's
  * reference), so exactly one side sees the count reach zero and releases.
@@ -1657,11 +1660,11 @@ int regcache_put(struct regcache *cache, struct regcache_entry *entry)
 		return -EINVAL;
 	if (rc_forked(cache))
 		return -ESTALE;
+	/* a live slot of this cache's chunks has entry->cache == cache */
 	if (__builtin_expect(entry != h->e || h->cache_id != cache->id, 0) &&
 	    !rc_entry_known_slow(cache, entry))
 		return -EINVAL;
-	if (__atomic_load_n(&entry->magic, __ATOMIC_ACQUIRE) != RC_MAGIC_LIVE ||
-	    entry->cache != cache)
+	if (__atomic_load_n(&entry->magic, __ATOMIC_ACQUIRE) != RC_MAGIC_LIVE)
 		return -EINVAL;
 	/* read while our reference keeps the slot ours */
 	nokeep = entry->nokeep;
@@ -1988,6 +1991,8 @@ void regcache_destroy(struct regcache *cache)
 	for (i = 0; i < cache->nchunks; i++)
 		free(cache->chunks[i].base);
 	free(cache->chunks);
+	rc_itree_destroy(&cache->tree);
+	rc_itree_destroy(&cache->xtree);
 	pthread_mutex_destroy(&cache->defer_lock);
 	pthread_mutex_destroy(&cache->alloc_lock);
 	rc_brlock_destroy(&cache->lock);

@@ -46,8 +46,14 @@ struct rc_list {
 #define RC_READ_ONCE(x)		__atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define RC_WRITE_ONCE(x, v)	__atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
+/*
+ * The first cache line holds all a hit and a put touch (the serve test,
+ * the monitor's check, refs, the statistics, the put's checks): with
+ * many entries a random hit then costs one miss on the entry.
+ */
 struct regcache_entry {
-	struct rc_itree_node node;	/* [start, end) page aligned */
+	uint32_t magic;
+	uint32_t access;
 	_Atomic uint64_t refs;
 	_Atomic uint64_t hits;
 	_Atomic uint8_t accessed;	/* CLOCK reference bit */
@@ -61,8 +67,13 @@ struct regcache_entry {
 	 * the monitor and invalidations only */
 	bool exact;
 	bool nokeep;			/* REGCACHE_GET_NOKEEP: drop at last put */
-	uint32_t magic;
-	uint32_t access;
+	/*
+	 * kmod: the entry's word in the status area, so the hit path checks
+	 * validity with one load and no call (rc_mon_valid); NULL otherwise.
+	 */
+	const volatile uint64_t *slot_ptr;
+	uint64_t slot_word;		/* monitor data */
+	struct rc_itree_node node;	/* [start, end) page aligned: first */
 	void *handle;
 	uintptr_t xaddr;		/* exact entries: the registered bytes */
 	size_t xlen;
@@ -71,14 +82,8 @@ struct regcache_entry {
 	struct rc_list link;		/* pending / release / free lists */
 	/* monitor data */
 	uint32_t slot;
-	uint64_t slot_word;
 	uint64_t cookie;
-	/*
-	 * kmod: the entry's word in the status area, so the hit path checks
-	 * validity with one load and no call (rc_mon_valid); NULL otherwise.
-	 */
-	const volatile uint64_t *slot_ptr;
-};
+} __attribute__((aligned(RC_CACHELINE)));
 
 struct rc_monitor_ops {
 	const char *name;

@@ -1249,7 +1249,7 @@ static void test_itree(void)
 {
 	enum { N = 2000 };
 	static struct model_iv iv[N];
-	struct rc_itree t = { NULL, 0 };
+	struct rc_itree t = { .root = NULL };
 	unsigned int seed = 7;
 	int i, round;
 
@@ -1281,6 +1281,82 @@ static void test_itree(void)
 		}
 	}
 	CU_ASSERT(rc_itree_check(&t) >= 0);
+	rc_itree_destroy(&t);
+}
+
+/* The brute-force answer of rc_itree_floor: the greatest (start, node). */
+static struct rc_itree_node *model_floor(struct model_iv *iv, int n,
+					 uintptr_t addr)
+{
+	struct rc_itree_node *best = NULL;
+	int j;
+
+	for (j = 0; j < n; j++) {
+		struct rc_itree_node *c = &iv[j].node;
+
+		if (!iv[j].in || iv[j].s > addr)
+			continue;
+		if (!best || c->start > best->start ||
+		    (c->start == best->start && (uintptr_t)c > (uintptr_t)best))
+			best = c;
+	}
+	return best;
+}
+
+/*
+ * The block index behind rc_itree_floor against a brute-force model:
+ * many equal starts (ties ordered by node address), blocks that split,
+ * empty and merge, a tree that empties and refills; the structure is
+ * checked against the AVL tree's order throughout.
+ */
+static void test_itree_floor(void)
+{
+	enum { N = 3000 };
+	static struct model_iv iv[N];
+	struct rc_itree t = { .root = NULL };
+	unsigned int seed = 11;
+	int i, round, bad = 0, checks = 0;
+
+	for (i = 0; i < N; i++) {
+		/* few distinct starts: long runs of ties across blocks */
+		iv[i].s = (uintptr_t)(rand_r(&seed) % 400) * 4096;
+		iv[i].e = iv[i].s + 4096;
+		iv[i].in = false;
+	}
+	for (round = 0; round < 60000; round++) {
+		/* phases that grow, shrink to nothing and grow again */
+		bool grow = (round / 15000) % 2 == 0;
+
+		i = rand_r(&seed) % N;
+		if (iv[i].in && (!grow || rand_r(&seed) % 4 == 0)) {
+			rc_itree_remove(&t, &iv[i].node);
+			iv[i].in = false;
+		} else if (!iv[i].in && (grow || rand_r(&seed) % 4 == 0)) {
+			iv[i].node.start = iv[i].s;
+			iv[i].node.end = iv[i].e;
+			rc_itree_insert(&t, &iv[i].node);
+			iv[i].in = true;
+		}
+		if (round % 97 == 0) {
+			uintptr_t q = (uintptr_t)(rand_r(&seed) % 420) * 4096 +
+				      rand_r(&seed) % 3 * 2048;
+
+			bad += rc_itree_floor(&t, q) != model_floor(iv, N, q);
+			checks++;
+		}
+		if (round % 5000 == 0)
+			CU_ASSERT(rc_itree_check(&t) >= 0);
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT(checks > 500);
+	CU_ASSERT(!t.broken);
+	for (i = 0; i < N; i++)
+		if (iv[i].in)
+			rc_itree_remove(&t, &iv[i].node);
+	CU_ASSERT_EQUAL(t.nblk, 0);
+	CU_ASSERT(rc_itree_floor(&t, UINTPTR_MAX) == NULL);
+	CU_ASSERT(rc_itree_check(&t) == 0);
+	rc_itree_destroy(&t);
 }
 
 static const struct rc_test_case core_cases[] = {
@@ -1320,6 +1396,7 @@ static const struct rc_test_case api_cases[] = {
 	{ "bad_input", test_bad_input },
 	{ "env", test_env },
 	{ "itree_model", test_itree },
+	{ "itree_floor_model", test_itree_floor },
 	{ "stats_env", test_stats_env },
 	{ NULL, NULL }
 };

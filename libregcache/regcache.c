@@ -348,6 +348,8 @@ static void rc_remove_locked(struct regcache *cache, struct regcache_entry *e,
 	cache->entries--;
 	cache->bytes -= e->node.end - e->node.start;
 	RC_WRITE_ONCE(e->in_tree, false);
+	/* after in_tree: see regcache_generation() */
+	atomic_fetch_add_explicit(&cache->inval_seq, 1, memory_order_release);
 	/* exact entries are never a hint: their churn leaves hints alone */
 	if (!e->exact)
 		atomic_fetch_add_explicit(&cache->tree_seq, 1,
@@ -1844,6 +1846,38 @@ bool regcache_entry_valid(struct regcache *cache,
 	       rc_mon_valid(cache, entry);
 }
 
+/*
+ * Why an unchanged generation proves the entries checked after the
+ * earlier call still valid.  An entry stops being valid in two ways.
+ * (1) It leaves the index (flush, an invalidation the library applies,
+ * uffd's thread included): rc_remove_locked() clears in_tree, then bumps
+ * inval_seq with release.  A generation whose acquire load saw that bump
+ * makes the later check see in_tree clear, so the entry was not kept;
+ * one that did not see it differs from any taken after the bump.  (2) The
+ * module changes its slot word (kmod): the notifier writes the word and
+ * then events_total (smp_wmb, regcache_status_sync) before the unmapping
+ * call returns; the same pairing with our acquire load of events_total
+ * applies.  uffd's window between the event's read and its application
+ * is closed by rc_mon_sync(), as for regcache_entry_valid().  Both counts
+ * only grow, so their sum is unchanged only if neither changed.
+ */
+uint64_t regcache_generation(struct regcache *cache)
+{
+	const volatile struct regcache_status *st;
+	uint64_t g;
+
+	if (!cache || rc_forked(cache) || !cache->fast_max)
+		return 0;
+	rc_mon_sync(cache);
+	st = cache->mon_status;
+	g = atomic_load_explicit(&cache->inval_seq, memory_order_acquire);
+	if (st)
+		g += __atomic_load_n(&st->events_total, __ATOMIC_ACQUIRE);
+	else if (cache->mon->type != REGCACHE_MONITOR_UFFD)
+		return 0;	/* a monitor whose changes we cannot count */
+	return g;
+}
+
 /* -------------------------------------------------------- create/destroy */
 
 static const struct rc_monitor_ops *rc_monitors[] = {
@@ -1919,6 +1953,7 @@ int regcache_create(const struct regcache_attr *attr, struct regcache **cachep)
 	rc_list_init(&cache->free_list);
 	rc_list_init(&cache->deferred);
 	cache->id = atomic_fetch_add(&rc_next_cache_id, 1);
+	atomic_init(&cache->inval_seq, 1);	/* 0 means "cannot tell" */
 	cache->reg = attr->reg;
 	cache->dereg = attr->dereg;
 	cache->user = attr->user;

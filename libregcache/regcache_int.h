@@ -121,6 +121,8 @@ struct regcache {
 	struct rc_brlock lock;
 	uint64_t id;			/* for per-thread hints */
 	_Atomic uint64_t tree_seq;	/* bumped on every index change */
+	/* bumped (release) after every removal from either index, from 1 */
+	_Atomic uint64_t inval_seq;
 	struct rc_itree tree;
 	/*
 	 * Exact entries (REGCACHE_GET_EXACT) live in a tree of their own: the

@@ -7,6 +7,7 @@
  * Host part (null backend, so only the cache is measured):
  *   hit latency of get+put, p50/p99, with 1, 10^3 and 10^5 live entries,
  *   for a repeated entry (per-thread hint) and random entries (tree walk);
+ *   the repost check of k held entries (k valid calls vs one generation);
  *   two-thread scaling; miss overhead over the raw register call; mmap/
  *   munmap churn of unrelated memory with 10^4 cached entries per monitor
  *   vs none; coalescing of 2048 adjacent chunks with and without merging.
@@ -204,6 +205,57 @@ static void bench_hits(void)
 		hit_latency(ns[i], RANDOM, &r50, &r99);
 		printf("%-8zu %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f\n", ns[i],
 		       p50, p99, a50, a99, r50, r99);
+	}
+}
+
+/* --------------------------------------------------------- repost check */
+
+/*
+ * What a repost of a prepared request with k iovs pays to know its held
+ * entries are still valid: k regcache_entry_valid() calls, or one
+ * regcache_generation() compared with the one taken at the last check.
+ */
+static void bench_repost(void)
+{
+	size_t ks[] = { 1, 16, 256 }, samples = quick || vm ? 2000 : 20000;
+	unsigned int i;
+
+	printf("\n## repost validity check, ns per check of k held entries (p50)\n");
+	printf("%-6s %14s %14s\n", "k", "entry_valid*k", "generation");
+	for (i = 0; i < 3; i++) {
+		size_t k = ks[i], s, j, r;
+		struct regcache *c = make(null_reg, null_dereg, mon, k + 16, 1);
+		struct regcache_entry **e = calloc(k, sizeof(*e));
+		double *lv = malloc(samples * sizeof(*lv));
+		double *lg = malloc(samples * sizeof(*lg));
+		char *base = map(2 * k * psz);
+		uint64_t t0, g0 = 0;
+		volatile long ok = 0;
+
+		for (j = 0; j < k; j++)
+			regcache_get(c, base + 2 * j * psz, psz, 1, &e[j]);
+		for (s = 0; s < samples; s++) {
+			t0 = now_ns();
+			for (r = 0; r < BATCH; r++)
+				for (j = 0; j < k; j++)
+					ok += regcache_entry_valid(c, e[j]);
+			lv[s] = (double)(now_ns() - t0) / BATCH;
+			t0 = now_ns();
+			for (r = 0; r < BATCH; r++)
+				ok += regcache_generation(c) == g0;
+			lg[s] = (double)(now_ns() - t0) / BATCH;
+		}
+		qsort(lv, samples, sizeof(*lv), cmp_double);
+		qsort(lg, samples, sizeof(*lg), cmp_double);
+		printf("%-6zu %14.1f %14.1f\n", k, lv[samples / 2],
+		       lg[samples / 2]);
+		for (j = 0; j < k; j++)
+			regcache_put(c, e[j]);
+		regcache_destroy(c);
+		munmap(base, 2 * k * psz);
+		free(e);
+		free(lv);
+		free(lg);
 	}
 }
 
@@ -645,6 +697,7 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	bench_hits();
+	bench_repost();
 	bench_scaling();
 	if (hits_only)
 		return 0;

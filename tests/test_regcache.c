@@ -711,6 +711,63 @@ static void test_entry_valid(void)
 	munmap(buf, 8 * psz);
 }
 
+/*
+ * regcache_generation(): unchanged by hits, misses and puts that leave
+ * every held entry valid; changed by an unmap under a held entry and by a
+ * flush; 0 where it cannot tell (no monitor, a forked child, NULL).
+ */
+static void test_generation(void)
+{
+	struct regcache_attr none = {
+		.reg = tb_reg, .dereg = tb_dereg, .user = &be,
+		.monitor = REGCACHE_MONITOR_NONE, .flags = REGCACHE_ATTR_NO_ENV,
+	};
+	struct regcache_entry *a, *b, *c;
+	char *buf = map_pages(8);
+	uint64_t g0, g1;
+	int status = -1;
+	pid_t pid;
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_EQUAL(regcache_generation(NULL), 0);
+	/* merge_max 1: no merging, so a miss never replaces a held entry */
+	CU_ASSERT_FATAL(make_cache(0, 0, 1) == 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, 2 * psz, 1, &a), 0);
+	g0 = regcache_generation(cache);
+	CU_ASSERT(g0 != 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + 4 * psz, psz, 1, &b), 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, psz, 1, &c), 0);
+	CU_ASSERT_PTR_EQUAL(a, c);
+	CU_ASSERT_EQUAL(regcache_put(cache, c), 0);
+	CU_ASSERT_EQUAL(regcache_generation(cache), g0);
+	/* a page under a unmapped: the generation moves, a is invalid */
+	CU_ASSERT_EQUAL_FATAL(munmap(buf + psz, psz), 0);
+	g1 = regcache_generation(cache);
+	CU_ASSERT(g1 != g0 && g1 != 0);
+	CU_ASSERT(!regcache_entry_valid(cache, a));
+	CU_ASSERT(regcache_entry_valid(cache, b));
+	CU_ASSERT_EQUAL(regcache_put(cache, a), 0);
+	/* a flush drops b from under its holder: it moves again */
+	CU_ASSERT_EQUAL(regcache_flush(cache), 0);
+	CU_ASSERT(regcache_generation(cache) != g1);
+	CU_ASSERT(!regcache_entry_valid(cache, b));
+	CU_ASSERT_EQUAL(regcache_put(cache, b), 0);
+	/* a child cannot tell (the cache is the parent's) */
+	pid = fork();
+	if (pid == 0)
+		_exit(regcache_generation(cache) == 0 ? 0 : 1);
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	drop_cache();
+	CU_ASSERT_EQUAL(be.live, 0);
+	/* no monitor: nothing is cached, nothing to count */
+	CU_ASSERT_EQUAL_FATAL(regcache_create(&none, &cache), 0);
+	CU_ASSERT_EQUAL(regcache_generation(cache), 0);
+	drop_cache();
+	munmap(buf, 8 * psz);
+}
+
 static void test_limits(void)
 {
 	struct regcache_entry *a, *b;
@@ -1379,6 +1436,7 @@ static const struct rc_test_case core_cases[] = {
 	{ "refcount", test_refcount },
 	{ "invalidate_in_use", test_invalidate_in_use },
 	{ "entry_valid", test_entry_valid },
+	{ "generation", test_generation },
 	{ "limits", test_limits },
 	{ "alignment", test_alignment },
 	{ "access_superset", test_access },

@@ -106,6 +106,12 @@ static void fidx_drop(struct rc_itree *t)
 {
 	size_t i;
 
+	while (t->spare) {
+		struct rc_fblock *b = t->spare;
+
+		t->spare = b->spare;
+		free(b);
+	}
 	for (i = 0; i < t->nblk; i++)
 		free(t->blk[i]);
 	free(t->blk);
@@ -140,6 +146,27 @@ static int fidx_room(struct rc_itree *t)
 	t->blk = blk;
 	t->cap = cap;
 	return 0;
+}
+
+/* A block for an insertion: a spare one, else a new one. */
+static struct rc_fblock *fblock_new(struct rc_itree *t)
+{
+	struct rc_fblock *b = t->spare;
+
+	if (b)
+		t->spare = b->spare;
+	else
+		b = malloc(sizeof(*b));
+	if (b)
+		b->n = 0;
+	return b;
+}
+
+/* Removal's side: never free() here (see itree.h). */
+static void fblock_retire(struct rc_itree *t, struct rc_fblock *b)
+{
+	b->spare = t->spare;
+	t->spare = b;
 }
 
 /* The block that holds n or would: the last whose first pair is not after n. */
@@ -186,12 +213,11 @@ static void fidx_insert(struct rc_itree *t, struct rc_itree_node *n)
 	if (t->broken)
 		return;
 	if (!t->nblk) {
-		b = malloc(sizeof(*b));
+		b = fblock_new(t);
 		if (!b || fidx_room(t)) {
 			free(b);
 			goto broken;
 		}
-		b->n = 0;
 		t->blk[0] = b;
 		t->nblk = 1;
 	} else {
@@ -200,7 +226,7 @@ static void fidx_insert(struct rc_itree *t, struct rc_itree_node *n)
 	b = t->blk[i];
 	if (b->n == RC_FBLOCK_KEYS) {
 		/* split in halves; the second goes in after the first */
-		nb = malloc(sizeof(*nb));
+		nb = fblock_new(t);
 		if (!nb || fidx_room(t)) {
 			free(nb);
 			goto broken;
@@ -242,7 +268,7 @@ static void fidx_merge(struct rc_itree *t, size_t i)
 	memcpy(b->key + b->n, nb->key, nb->n * sizeof(b->key[0]));
 	memcpy(b->node + b->n, nb->node, nb->n * sizeof(b->node[0]));
 	b->n += nb->n;
-	free(nb);
+	fblock_retire(t, nb);
 	memmove(t->blk + i + 1, t->blk + i + 2,
 		(t->nblk - i - 2) * sizeof(*t->blk));
 	memmove(t->first + i + 1, t->first + i + 2,
@@ -268,7 +294,7 @@ static void fidx_remove(struct rc_itree *t, struct rc_itree_node *n)
 		(b->n - pos - 1) * sizeof(b->node[0]));
 	b->n--;
 	if (!b->n) {
-		free(b);
+		fblock_retire(t, b);
 		memmove(t->blk + i, t->blk + i + 1,
 			(t->nblk - i - 1) * sizeof(*t->blk));
 		memmove(t->first + i, t->first + i + 1,

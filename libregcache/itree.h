@@ -13,8 +13,11 @@
  * a sorted array of blocks of (start, node) pairs, answers it with a
  * binary search over the blocks' first keys (a small array that stays
  * cached) and one over a block's keys (a few adjacent lines).  Its blocks
- * are allocated; where an allocation fails the block index is dropped for
- * good and the floor lookup walks the AVL tree again.
+ * are allocated by insertions; where an allocation fails the block index
+ * is dropped for good and the floor lookup walks the AVL tree again.
+ * Removal never frees (emptied blocks wait on a spare list until
+ * rc_itree_destroy): the uffd monitor's thread removes entries, and a
+ * free() there could unmap heap memory it watches and wait on itself.
  */
 #ifndef RC_ITREE_H
 #define RC_ITREE_H
@@ -32,6 +35,7 @@ struct rc_itree_node {
 #define RC_FBLOCK_KEYS	64
 
 struct rc_fblock {
+	struct rc_fblock *spare;		/* on tree->spare: unused */
 	unsigned int n;
 	uintptr_t key[RC_FBLOCK_KEYS];		/* node[i]->start */
 	struct rc_itree_node *node[RC_FBLOCK_KEYS];
@@ -45,6 +49,7 @@ struct rc_itree {
 	struct rc_fblock **blk;
 	size_t nblk, cap;
 	int broken;				/* an allocation failed */
+	struct rc_fblock *spare;		/* emptied blocks, for reuse */
 };
 
 /* Visitor: return non-zero to stop the walk (that value is returned). */

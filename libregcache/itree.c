@@ -170,7 +170,8 @@ static void fblock_retire(struct rc_itree *t, struct rc_fblock *b)
 }
 
 /* The block that holds n or would: the last whose first pair is not after n. */
-static size_t fidx_block(const struct rc_itree *t, const struct rc_itree_node *n)
+static size_t fidx_block(const struct rc_itree *t,
+			 const struct rc_itree_node *n)
 {
 	size_t lo = 0, hi = t->nblk;
 
@@ -178,7 +179,8 @@ static size_t fidx_block(const struct rc_itree *t, const struct rc_itree_node *n
 		size_t mid = (lo + hi) / 2;
 
 		if (t->first[mid] < n->start ||
-		    (t->first[mid] == n->start && !before(n, t->blk[mid]->node[0])))
+		    (t->first[mid] == n->start &&
+		     !before(n, t->blk[mid]->node[0])))
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -248,7 +250,8 @@ static void fidx_insert(struct rc_itree *t, struct rc_itree_node *n)
 		}
 	}
 	pos = fblock_pos(b, n);
-	memmove(b->key + pos + 1, b->key + pos, (b->n - pos) * sizeof(b->key[0]));
+	memmove(b->key + pos + 1, b->key + pos,
+		(b->n - pos) * sizeof(b->key[0]));
 	memmove(b->node + pos + 1, b->node + pos,
 		(b->n - pos) * sizeof(b->node[0]));
 	b->key[pos] = n->start;
@@ -289,7 +292,8 @@ static void fidx_remove(struct rc_itree *t, struct rc_itree_node *n)
 	pos = fblock_pos(b, n);
 	if (pos >= b->n || b->node[pos] != n)
 		return;		/* not indexed */
-	memmove(b->key + pos, b->key + pos + 1, (b->n - pos - 1) * sizeof(b->key[0]));
+	memmove(b->key + pos, b->key + pos + 1,
+		(b->n - pos - 1) * sizeof(b->key[0]));
 	memmove(b->node + pos, b->node + pos + 1,
 		(b->n - pos - 1) * sizeof(b->node[0]));
 	b->n--;

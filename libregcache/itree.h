@@ -26,7 +26,8 @@
 #include <stdint.h>
 
 struct rc_itree_node {
-	uintptr_t start, end;		/* [start, end); first, see regcache_int.h */
+	/* [start, end); first: see struct regcache_entry */
+	uintptr_t start, end;
 	struct rc_itree_node *left, *right;
 	uintptr_t max_end;		/* largest end in this subtree */
 	int height;

@@ -554,7 +554,8 @@ static inline struct regcache_entry *rc_lookup(struct regcache *cache,
 					       uint32_t access, bool *saw_stale)
 {
 	const struct rc_hint *h = &rc_hint;
-	uint64_t seq = atomic_load_explicit(&cache->tree_seq, memory_order_acquire);
+	uint64_t seq = atomic_load_explicit(&cache->tree_seq,
+					    memory_order_acquire);
 
 	if (__builtin_expect(h->cache_id == cache->id && h->seq == seq, 1) &&
 	    rc_entry_serves(cache, h->e, start, end, access) &&

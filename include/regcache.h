@@ -165,6 +165,15 @@ bool regcache_entry_cached(const struct regcache_entry *entry);
  */
 bool regcache_entry_valid(struct regcache *cache,
 			  const struct regcache_entry *entry);
+/*
+ * A number that changes whenever an entry of this cache may have stopped
+ * being valid (the monitor's pending events applied first, as
+ * regcache_entry_valid() does).  Taken before checking k held entries
+ * with regcache_entry_valid(), an unchanged value later proves all k
+ * still valid at once.  0 when it cannot tell (after fork(), no monitor):
+ * then check each entry.  No lock, no atomic read-modify-write.
+ */
+uint64_t regcache_generation(struct regcache *cache);
 
 #ifdef __cplusplus
 }

@@ -237,6 +237,7 @@ struct rdmaxfer_req {
 	size_t nlocal;
 	struct rdmaxfer_iov *local;
 	struct regcache_entry **ents;	/* held from post to post */
+	uint64_t regs_gen;		/* regcache_generation() before their check */
 	uint32_t *wr_local;		/* WR -> local index (-1: none) */
 
 	uint32_t nwr;

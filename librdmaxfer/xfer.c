@@ -804,20 +804,32 @@ int rdmaxfer_atomic_set(struct rdmaxfer_req *req, uint64_t operand,
  * one is dropped, so an unchanged buffer stays a hit; a buffer whose
  * memory was unmapped and mapped again gets a fresh registration with a
  * fresh lkey.
+ *
+ * The common repost checks one or two words, not every iov: the cache's
+ * generation, taken before the entries were last checked, is unchanged,
+ * so none of them can have stopped being valid since (the ordering
+ * argument is at regcache_generation()).  The generation is taken before
+ * the checks below, so an invalidation racing with them changes it.
  */
 static int req_take_regs(struct rdmaxfer_req *req)
 {
 	struct regcache *cache = req->peer->agent->cache;
-	bool changed = false;
+	uint64_t gen = regcache_generation(cache);
+	bool changed = false, cached = true;
 	size_t i;
 	int ret;
 
+	if (gen && gen == req->regs_gen)
+		return 0;
 	/* the common repost: every held entry still valid, lkeys unchanged */
 	for (i = 0; i < req->nlocal; i++)
 		if (!req->ents[i] || !regcache_entry_valid(cache, req->ents[i]))
 			break;
-	if (i == req->nlocal)
+	if (i == req->nlocal) {
+		req->regs_gen = gen;
 		return 0;
+	}
+	req->regs_gen = 0;
 	for (i = 0; i < req->nlocal; i++) {
 		struct regcache_entry *e;
 
@@ -834,7 +846,10 @@ static int req_take_regs(struct rdmaxfer_req *req)
 			changed = true;
 		}
 		req->ents[i] = e;
+		cached &= regcache_entry_cached(e);
 	}
+	/* an uncached entry is never valid: take it again at every post */
+	req->regs_gen = cached ? gen : 0;
 	if (!changed)
 		return 0;
 	for (i = 0; i < req->nwr; i++) {

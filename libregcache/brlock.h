@@ -107,6 +107,30 @@ static inline struct rc_reader *rc_brlock_read_lock(struct rc_brlock *l)
 	}
 }
 
+/*
+ * The read side's fast path alone, for a caller that has a slower way
+ * round: NULL where rc_brlock_read_lock() would register the thread, take
+ * the symmetric protocol or wait for a writer.  The same store, compiler
+ * barrier and acquire load as there, so the same argument holds.
+ */
+static inline struct rc_reader *rc_brlock_read_trylock(struct rc_brlock *l)
+{
+	struct rc_reader *r = rc_my_reader;
+
+	if (__builtin_expect(!r, 0) ||
+	    __builtin_expect(atomic_load_explicit(&rc_brlock_mode,
+						  memory_order_relaxed) !=
+			     RC_BRLOCK_ASYM, 0))
+		return NULL;
+	atomic_store_explicit(&r->lock, l, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+	if (__builtin_expect(!atomic_load_explicit(&l->writer,
+						   memory_order_acquire), 1))
+		return r;
+	atomic_store_explicit(&r->lock, NULL, memory_order_release);
+	return NULL;
+}
+
 static inline void rc_brlock_read_unlock(struct rc_brlock *l, struct rc_reader *r)
 {
 	atomic_store_explicit(&r->lock, NULL, memory_order_release);

@@ -7,6 +7,17 @@
  * O(log n + k) and an insert or removal O(log n) with no allocation (the
  * node lives inside the cache entry).  Ranges may overlap each other.
  * No locking: the cache's lock protects it.
+ *
+ * The floor lookup of the hit path does not walk the AVL tree: with many
+ * entries every level is a cache miss in another entry.  A second index,
+ * a sorted array of blocks of (start, node) pairs, answers it with a
+ * binary search over the blocks' first keys (a small array that stays
+ * cached) and one over a block's keys (a few adjacent lines).  Its blocks
+ * are allocated by insertions; where an allocation fails the block index
+ * is dropped for good and the floor lookup walks the AVL tree again.
+ * Removal never frees (emptied blocks wait on a spare list until
+ * rc_itree_destroy): the uffd monitor's thread removes entries, and a
+ * free() there could unmap heap memory it watches and wait on itself.
  */
 #ifndef RC_ITREE_H
 #define RC_ITREE_H
@@ -15,15 +26,31 @@
 #include <stdint.h>
 
 struct rc_itree_node {
+	/* [start, end); first: see struct regcache_entry */
+	uintptr_t start, end;
 	struct rc_itree_node *left, *right;
-	uintptr_t start, end;		/* [start, end) */
 	uintptr_t max_end;		/* largest end in this subtree */
 	int height;
+};
+
+#define RC_FBLOCK_KEYS	64
+
+struct rc_fblock {
+	struct rc_fblock *spare;		/* on tree->spare: unused */
+	unsigned int n;
+	uintptr_t key[RC_FBLOCK_KEYS];		/* node[i]->start */
+	struct rc_itree_node *node[RC_FBLOCK_KEYS];
 };
 
 struct rc_itree {
 	struct rc_itree_node *root;
 	size_t count;
+	/* the block index: blk[i]'s first key is first[i]; sorted */
+	uintptr_t *first;
+	struct rc_fblock **blk;
+	size_t nblk, cap;
+	int broken;				/* an allocation failed */
+	struct rc_fblock *spare;		/* emptied blocks, for reuse */
 };
 
 /* Visitor: return non-zero to stop the walk (that value is returned). */
@@ -46,6 +73,35 @@ static inline struct rc_itree_node *rc_itree_floor(const struct rc_itree *tree,
 {
 	struct rc_itree_node *n = tree->root, *best = NULL;
 
+	if (!tree->broken) {
+		const struct rc_fblock *b;
+		size_t lo = 0, hi = tree->nblk;
+		unsigned int l, h;
+
+		/* the last block whose first key is <= addr */
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+
+			if (tree->first[mid] <= addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (!lo)
+			return NULL;
+		b = tree->blk[lo - 1];
+		l = 1;
+		h = b->n;
+		while (l < h) {
+			unsigned int mid = (l + h) / 2;
+
+			if (b->key[mid] <= addr)
+				l = mid + 1;
+			else
+				h = mid;
+		}
+		return b->node[l - 1];
+	}
 	while (n) {
 		if (n->start <= addr) {
 			best = n;
@@ -61,7 +117,13 @@ static inline struct rc_itree_node *rc_itree_floor(const struct rc_itree *tree,
 int rc_itree_visit_all(const struct rc_itree *tree, rc_itree_visit_fn fn,
 		       void *arg);
 
-/* Check the AVL and max_end invariants; returns the node count or -1. */
+/*
+ * Check the AVL and max_end invariants, and that the block index holds
+ * the same nodes in the same order; returns the node count or -1.
+ */
 long rc_itree_check(const struct rc_itree *tree);
+
+/* Free the block index (the nodes belong to the caller). */
+void rc_itree_destroy(struct rc_itree *tree);
 
 #endif /* RC_ITREE_H */

@@ -108,6 +108,7 @@ static int kmod_start(struct regcache *cache, const char **why)
 	}
 	p->next_cookie = 1;
 	cache->mon_priv = p;
+	cache->mon_status = p->status;	/* kmod_sync's test, inlined */
 	snprintf(buf, sizeof(buf), "%s ABI %u, %u watches, pin cap %llu%s",
 		 REGCACHE_DEVICE_PATH, info.abi_version, info.max_watches,
 		 (unsigned long long)info.max_pinned_bytes,
@@ -143,6 +144,7 @@ static void kmod_stop(struct regcache *cache)
 {
 	struct kmod_priv *p = kp(cache);
 
+	cache->mon_status = NULL;
 	if (!rc_forked(cache)) {
 		ioctl(p->fd, REGCACHE_IOC_UNWATCH_ALL);
 		munmap((void *)p->status, p->status_size);
@@ -185,6 +187,7 @@ static int kmod_subscribe(struct regcache *cache, struct regcache_entry *e)
 	e->slot = w.slot;
 	e->slot_word = w.slot_word;
 	e->cookie = w.cookie;
+	e->slot_ptr = &p->slots[w.slot];
 	p->slot_entry[w.slot] = e;
 	return 0;
 }

@@ -905,6 +905,9 @@ static int uffd_start(struct regcache *cache, const char **why)
 	pthread_mutex_unlock(&m->lock);
 	pthread_mutex_unlock(&uffd_registry_lock);
 	cache->mon_priv = c;
+	/* the hit path's inline uffd_sync test and uffd_valid */
+	cache->mon_sync_word = &m->pending;
+	cache->mon_valid_always = true;
 	*why = m->user_mode_only ? "UFFD_USER_MODE_ONLY" : "";
 	if (!m->wp && !atomic_exchange(&uffd_missing_said, 1))
 		rc_log("uffd: missing mode (registered ranges are populated first)");
@@ -923,6 +926,8 @@ static void uffd_stop(struct regcache *cache)
 	struct uffd_mon *m = c->mon;
 	bool last;
 
+	cache->mon_sync_word = NULL;
+	cache->mon_valid_always = false;
 	if (rc_forked(cache) || uffd_mon_forked(m)) {
 		/*
 		 * The parent's monitor: no thread, no lock to take, and no

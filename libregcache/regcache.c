@@ -141,9 +141,11 @@ static int rc_chunk_add(struct regcache *cache)
 		cache->chunks = c;
 		cache->chunks_cap = cap;
 	}
-	base = calloc(RC_ENTRIES_PER_CHUNK, sizeof(*base));
-	if (!base)
+	/* aligned: an entry's hot fields share one cache line */
+	if (posix_memalign((void **)&base, RC_CACHELINE,
+			   RC_ENTRIES_PER_CHUNK * sizeof(*base)))
 		return -ENOMEM;
+	memset(base, 0, RC_ENTRIES_PER_CHUNK * sizeof(*base));
 	/* Keep chunks sorted by address for the binary search in put. */
 	for (pos = cache->nchunks; pos > 0; pos--) {
 		if (cache->chunks[pos - 1].base < base)
@@ -203,6 +205,7 @@ static struct regcache_entry *rc_entry_alloc(struct regcache *cache, bool locked
 	e->slot = 0;
 	e->slot_word = 0;
 	e->cookie = 0;
+	e->slot_ptr = NULL;
 	__atomic_store_n(&e->magic, RC_MAGIC_LIVE, __ATOMIC_RELEASE);
 out:
 	pthread_mutex_unlock(&cache->alloc_lock);
@@ -242,7 +245,8 @@ static bool rc_entry_known(const struct regcache *cache,
 
 /* ------------------------------------------------------------- release */
 
-static void rc_entry_release(struct regcache *cache, struct regcache_entry *e)
+static void __attribute__((noinline))
+rc_entry_release(struct regcache *cache, struct regcache_entry *e)
 {
 	uint64_t t0, h;
 	int ret;
@@ -290,12 +294,11 @@ void rc_defer_list(struct regcache *cache, struct rc_list *release)
 	atomic_fetch_add(&cache->ndeferred, n);
 }
 
-static void rc_run_deferred(struct regcache *cache)
+static void __attribute__((noinline, cold))
+rc_run_deferred_slow(struct regcache *cache)
 {
 	struct rc_list list;
 
-	if (!atomic_load_explicit(&cache->ndeferred, memory_order_relaxed))
-		return;
 	rc_list_init(&list);
 	pthread_mutex_lock(&cache->defer_lock);
 	while (!rc_list_empty(&cache->deferred)) {
@@ -307,6 +310,13 @@ static void rc_run_deferred(struct regcache *cache)
 	atomic_store(&cache->ndeferred, 0);
 	pthread_mutex_unlock(&cache->defer_lock);
 	rc_release_list(cache, &list);
+}
+
+static inline void rc_run_deferred(struct regcache *cache)
+{
+	if (__builtin_expect(atomic_load_explicit(&cache->ndeferred,
+						  memory_order_relaxed), 0))
+		rc_run_deferred_slow(cache);
 }
 
 /* Drop one reference of 'bias'; queue the entry if it was the last. */
@@ -338,6 +348,8 @@ static void rc_remove_locked(struct regcache *cache, struct regcache_entry *e,
 	cache->entries--;
 	cache->bytes -= e->node.end - e->node.start;
 	RC_WRITE_ONCE(e->in_tree, false);
+	/* after in_tree: see regcache_generation() */
+	atomic_fetch_add_explicit(&cache->inval_seq, 1, memory_order_release);
 	/* exact entries are never a hint: their churn leaves hints alone */
 	if (!e->exact)
 		atomic_fetch_add_explicit(&cache->tree_seq, 1,
@@ -392,7 +404,7 @@ static int rc_collect_fn(struct rc_itree_node *n, void *arg)
 	struct rc_collect *c = arg;
 	struct regcache_entry *e = rc_node_entry(n);
 
-	if (!c->only_stale || !c->cache->mon->valid(c->cache, e))
+	if (!c->only_stale || !rc_mon_valid(c->cache, e))
 		rc_list_add_tail(&c->list, &e->link);
 	return 0;
 }
@@ -456,7 +468,7 @@ int rc_invalidate_stale(struct regcache *cache, struct rc_list *release)
 	for (p = cache->pending.next; p != &cache->pending; p = p->next) {
 		struct regcache_entry *e = rc_list_entry(p, link);
 
-		if (e->subscribed && !cache->mon->valid(cache, e))
+		if (e->subscribed && !rc_mon_valid(cache, e))
 			atomic_store(&e->stale, 1);
 	}
 	rc_list_init(&c.list);
@@ -490,7 +502,7 @@ static int rc_find_fn(struct rc_itree_node *n, void *arg)
 
 	if (!rc_entry_serves(f->cache, e, f->start, f->end, f->access))
 		return 0;
-	if (!f->cache->mon->valid(f->cache, e)) {
+	if (!rc_mon_valid(f->cache, e)) {
 		f->saw_stale = true;
 		return 0;
 	}
@@ -498,25 +510,23 @@ static int rc_find_fn(struct rc_itree_node *n, void *arg)
 	return 1;
 }
 
-/* Read or write lock held. */
-static struct regcache_entry *rc_lookup(struct regcache *cache, uintptr_t start,
-					uintptr_t end, uint32_t access,
-					bool *saw_stale)
+/*
+ * The index walk of a lookup whose hint did not serve; records the entry
+ * found as this thread's hint.  Read or write lock held.
+ */
+static struct regcache_entry *
+rc_lookup_walk(struct regcache *cache, uintptr_t start, uintptr_t end,
+	       uint32_t access, uint64_t seq, bool *saw_stale)
 {
 	struct rc_find f = {
 		.cache = cache, .start = start, .end = end, .access = access,
 	};
 	struct rc_hint *h = &rc_hint;
 	struct rc_itree_node *n;
-	uint64_t seq = atomic_load_explicit(&cache->tree_seq, memory_order_acquire);
 
-	if (h->cache_id == cache->id && h->seq == seq &&
-	    rc_entry_serves(cache, h->e, start, end, access) &&
-	    cache->mon->valid(cache, h->e))
-		return h->e;
 	n = rc_itree_floor(&cache->tree, start);
 	if (n && rc_entry_serves(cache, rc_node_entry(n), start, end, access) &&
-	    cache->mon->valid(cache, rc_node_entry(n))) {
+	    rc_mon_valid(cache, rc_node_entry(n))) {
 		f.found = rc_node_entry(n);
 	} else {
 		/* Overlapping entries: any one starting before may cover it. */
@@ -532,7 +542,48 @@ static struct regcache_entry *rc_lookup(struct regcache *cache, uintptr_t start,
 	return f.found;
 }
 
-static void rc_hit(struct regcache_entry *e)
+/*
+ * Read or write lock held.  The hint is trusted only while tree_seq is
+ * the one it was taken at: every insertion into and removal from the
+ * index bumps tree_seq under the write lock, and the read side excludes
+ * the writer, so an unchanged tree_seq means the hinted entry is still
+ * indexed and holds the index's reference.
+ */
+static inline struct regcache_entry *rc_lookup(struct regcache *cache,
+					       uintptr_t start, uintptr_t end,
+					       uint32_t access, bool *saw_stale)
+{
+	const struct rc_hint *h = &rc_hint;
+	uint64_t seq = atomic_load_explicit(&cache->tree_seq,
+					    memory_order_acquire);
+
+	if (__builtin_expect(h->cache_id == cache->id && h->seq == seq, 1) &&
+	    rc_entry_serves(cache, h->e, start, end, access) &&
+	    rc_mon_valid(cache, h->e)) {
+		if (saw_stale)
+			*saw_stale = false;
+		return h->e;
+	}
+	return rc_lookup_walk(cache, start, end, access, seq, saw_stale);
+}
+
+/* The hinted entry, if it serves the request; lock held as for rc_lookup. */
+static inline struct regcache_entry *rc_hint_get(struct regcache *cache,
+						 uintptr_t start, uintptr_t end,
+						 uint32_t access)
+{
+	const struct rc_hint *h = &rc_hint;
+
+	if (h->cache_id == cache->id &&
+	    h->seq == atomic_load_explicit(&cache->tree_seq,
+					   memory_order_acquire) &&
+	    rc_entry_serves(cache, h->e, start, end, access) &&
+	    rc_mon_valid_nocall(cache, h->e))
+		return h->e;
+	return NULL;
+}
+
+static inline void rc_hit(struct regcache_entry *e)
 {
 	atomic_fetch_add(&e->refs, RC_REF_USER);
 	/*
@@ -593,7 +644,7 @@ static int rc_merge_fn(struct rc_itree_node *n, void *arg)
 	uintptr_t ns = e->node.start < m->start ? e->node.start : m->start;
 	uintptr_t ne = e->node.end > m->end ? e->node.end : m->end;
 
-	if (!m->cache->mon->valid(m->cache, e) || rc_merge_has(m, e))
+	if (!rc_mon_valid(m->cache, e) || rc_merge_has(m, e))
 		return 0;
 	/*
 	 * Leave out a neighbour the union cannot take in within merge_max
@@ -969,7 +1020,8 @@ static void rc_deregister_now(struct regcache *cache, struct regcache_entry *e)
 }
 
 /* A registration the cache does not keep: released at its put. */
-static int rc_get_uncached(struct regcache *cache, uintptr_t start, uintptr_t end,
+static int __attribute__((noinline))
+rc_get_uncached(struct regcache *cache, uintptr_t start, uintptr_t end,
 			   uint32_t access, struct regcache_entry **entryp)
 {
 	struct regcache_entry *e;
@@ -1029,7 +1081,8 @@ static void rc_count_unwatched(struct regcache *cache, int err)
 					  memory_order_relaxed);
 }
 
-static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
+static int __attribute__((noinline))
+rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 		       uint32_t access, struct regcache_entry **entryp)
 {
 	struct rc_merge m;
@@ -1153,7 +1206,7 @@ static int rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 			return ret;
 		}
 		if (atomic_load(&e->stale) ||
-		    (e->subscribed && !cache->mon->valid(cache, e))) {
+		    (e->subscribed && !rc_mon_valid(cache, e))) {
 			/*
 			 * The memory changed while we registered it: again,
 			 * one step narrower.  What changed may be a busy
@@ -1270,7 +1323,7 @@ static int rc_xfind_fn(struct rc_itree_node *n, void *arg)
 	if (e->xaddr != f->addr || e->xlen != f->len ||
 	    e->access != f->access || e->nokeep != f->nokeep)
 		return 0;
-	if (!f->cache->mon->valid(f->cache, e)) {
+	if (!rc_mon_valid(f->cache, e)) {
 		f->saw_stale = true;
 		return 0;
 	}
@@ -1375,7 +1428,7 @@ static int rc_get_exact_slow(struct regcache *cache, struct rc_xfind *f,
 		rc_brlock_write_lock(&cache->lock);
 		rc_list_del(&e->link);
 		if (!ret && (atomic_load(&e->stale) ||
-			     (e->subscribed && !cache->mon->valid(cache, e)))) {
+			     (e->subscribed && !rc_mon_valid(cache, e)))) {
 			/* the memory changed while we registered it: again */
 			ret = -EAGAIN;
 			rc_unsubscribe_locked(cache, e);
@@ -1418,7 +1471,8 @@ static int rc_get_exact_slow(struct regcache *cache, struct rc_xfind *f,
  * again meanwhile (a hit needs the read side, so the write lock settles
  * the race: whoever puts last finds refs at the index's alone).
  */
-static void rc_put_nokeep(struct regcache *cache, struct regcache_entry *e)
+static void __attribute__((noinline))
+rc_put_nokeep(struct regcache *cache, struct regcache_entry *e)
 {
 	struct rc_list release;
 
@@ -1450,8 +1504,7 @@ static int rc_get_exact(struct regcache *cache, uintptr_t a, size_t len,
 	    span > cache->max_bytes || !cache->max_entries) {
 		return rc_get_exact_uncached(cache, &f, entryp);
 	}
-	if (cache->mon->sync)
-		cache->mon->sync(cache);
+	rc_mon_sync(cache);
 	rc_run_deferred(cache);
 
 	s = rc_brlock_read_lock(&cache->lock);
@@ -1468,6 +1521,59 @@ static int rc_get_exact(struct regcache *cache, uintptr_t a, size_t len,
 
 /* ------------------------------------------------------------------ API */
 
+/* regcache_get() past its fast path: everything but the hinted hit. */
+static int __attribute__((noinline))
+rc_get_lookup(struct regcache *cache, uintptr_t start, uintptr_t end,
+	      uint32_t access, struct regcache_entry **entryp)
+{
+	struct regcache_entry *e;
+	struct rc_reader *s;
+
+	/* fast_max is 0 for the "none" monitor and a cache of no entries */
+	if (end - start > cache->fast_max)
+		return rc_get_uncached(cache, start, end, access, entryp);
+
+	rc_mon_sync(cache);
+	rc_run_deferred(cache);
+
+	s = rc_brlock_read_lock(&cache->lock);
+	e = rc_lookup(cache, start, end, access, NULL);
+	if (__builtin_expect(!!e, 1)) {
+		rc_hit(e);
+		rc_brlock_read_unlock(&cache->lock, s);
+		*entryp = e;
+		return 0;
+	}
+	rc_brlock_read_unlock(&cache->lock, s);
+	return rc_get_slow(cache, start, end, access, entryp);
+}
+
+/* regcache_get() when the hint did not serve: the index walk, read-locked. */
+static int __attribute__((noinline))
+rc_get_walk(struct regcache *cache, struct rc_reader *s, uintptr_t start,
+	    uintptr_t end, uint32_t access, struct regcache_entry **entryp)
+{
+	uint64_t seq = atomic_load_explicit(&cache->tree_seq,
+					    memory_order_acquire);
+	struct regcache_entry *e;
+
+	e = rc_lookup_walk(cache, start, end, access, seq, NULL);
+	if (e) {
+		rc_hit(e);
+		rc_brlock_read_unlock(&cache->lock, s);
+		*entryp = e;
+		return 0;
+	}
+	rc_brlock_read_unlock(&cache->lock, s);
+	return rc_get_slow(cache, start, end, access, entryp);
+}
+
+/*
+ * The hit on this thread's hinted entry, with nothing to wait for, is
+ * inlined here: no call, no register spills.  A range the hint does not
+ * serve goes on to the index walk (rc_get_walk); a monitor that has work,
+ * deferred releases or a writer to rc_get_lookup(), the long way.
+ */
 int regcache_get(struct regcache *cache, void *addr, size_t len,
 		 uint32_t access, struct regcache_entry **entryp)
 {
@@ -1483,24 +1589,20 @@ int regcache_get(struct regcache *cache, void *addr, size_t len,
 	start = a & ~(rc_page_size - 1);
 	end = (a + len + rc_page_size - 1) & ~(rc_page_size - 1);
 
-	if (cache->mon->type == REGCACHE_MONITOR_NONE ||
-	    end - start > cache->max_bytes || !cache->max_entries)
-		return rc_get_uncached(cache, start, end, access, entryp);
-
-	if (cache->mon->sync)
-		cache->mon->sync(cache);
-	rc_run_deferred(cache);
-
-	s = rc_brlock_read_lock(&cache->lock);
-	e = rc_lookup(cache, start, end, access, NULL);
-	if (e) {
-		rc_hit(e);
-		rc_brlock_read_unlock(&cache->lock, s);
-		*entryp = e;
-		return 0;
+	if (__builtin_expect(end - start <= cache->fast_max, 1) &&
+	    rc_mon_idle(cache) &&
+	    !atomic_load_explicit(&cache->ndeferred, memory_order_relaxed) &&
+	    (s = rc_brlock_read_trylock(&cache->lock))) {
+		e = rc_hint_get(cache, start, end, access);
+		if (__builtin_expect(!!e, 1)) {
+			rc_hit(e);
+			rc_brlock_read_unlock(&cache->lock, s);
+			*entryp = e;
+			return 0;
+		}
+		return rc_get_walk(cache, s, start, end, access, entryp);
 	}
-	rc_brlock_read_unlock(&cache->lock, s);
-	return rc_get_slow(cache, start, end, access, entryp);
+	return rc_get_lookup(cache, start, end, access, entryp);
 }
 
 int regcache_get_flags(struct regcache *cache, void *addr, size_t len,
@@ -1522,33 +1624,58 @@ int regcache_get_flags(struct regcache *cache, void *addr, size_t len,
 	return rc_get_exact(cache, a, len, access, flags, entryp);
 }
 
+/* Is e one of this cache's entry slots?  The search under the read side. */
+static bool __attribute__((noinline))
+rc_entry_known_slow(struct regcache *cache, const struct regcache_entry *e)
+{
+	struct rc_reader *s = rc_brlock_read_lock(&cache->lock);
+	bool known = rc_entry_known(cache, e);
+
+	rc_brlock_read_unlock(&cache->lock, s);
+	return known;
+}
+
+/*
+ * A put needs no lock.  Entries are type-stable: their slots live in
+ * chunks that are only freed by regcache_destroy(), so once 'entry' is
+ * known to be a slot of this cache, reading it cannot fault, and the
+ * caller's reference keeps the slot from being freed and reused while we
+ * read nokeep and drop that reference.  The magic (acquire, paired with
+ * the release store of rc_entry_alloc/rc_entry_free) turns away freed
+ * slots (a slot only ever serves the cache whose chunk holds it, so a
+ * live one has entry->cache == cache); the CAS on refs
+ * is the only step that must be atomic, and it serialises with the
+ * writer's own RMWs on refs (rc_remove_locked's drop of the index's
+ * reference), so exactly one side sees the count reach zero and releases.
+ * Knowing the slot costs a binary search over the chunks under the read
+ * side (the chunk array grows under the write lock), except for the
+ * entry this thread's last lookup found (its hint): that pointer came out
+ * of this cache's index, and cache ids are never reused, so it is a slot
+ * of this cache for the cache's whole life.
+ */
 int regcache_put(struct regcache *cache, struct regcache_entry *entry)
 {
+	const struct rc_hint *h = &rc_hint;
 	uint64_t v;
-	struct rc_reader *s;
 	bool nokeep;
 
 	if (!cache || !entry)
 		return -EINVAL;
 	if (rc_forked(cache))
 		return -ESTALE;
-	s = rc_brlock_read_lock(&cache->lock);
-	if (!rc_entry_known(cache, entry) ||
-	    __atomic_load_n(&entry->magic, __ATOMIC_ACQUIRE) != RC_MAGIC_LIVE ||
-	    entry->cache != cache) {
-		rc_brlock_read_unlock(&cache->lock, s);
+	/* a live slot of this cache's chunks has entry->cache == cache */
+	if (__builtin_expect(entry != h->e || h->cache_id != cache->id, 0) &&
+	    !rc_entry_known_slow(cache, entry))
 		return -EINVAL;
-	}
+	if (__atomic_load_n(&entry->magic, __ATOMIC_ACQUIRE) != RC_MAGIC_LIVE)
+		return -EINVAL;
 	/* read while our reference keeps the slot ours */
 	nokeep = entry->nokeep;
-	v = atomic_load(&entry->refs);
+	v = atomic_load_explicit(&entry->refs, memory_order_relaxed);
 	do {
-		if (v < RC_REF_USER) {
-			rc_brlock_read_unlock(&cache->lock, s);
+		if (v < RC_REF_USER)
 			return -EINVAL;	/* already put */
-		}
 	} while (!atomic_compare_exchange_weak(&entry->refs, &v, v - RC_REF_USER));
-	rc_brlock_read_unlock(&cache->lock, s);
 	if (v == RC_REF_USER)
 		rc_entry_release(cache, entry);
 	else if (nokeep && v == RC_REF_USER + RC_REF_TREE)
@@ -1712,13 +1839,44 @@ bool regcache_entry_valid(struct regcache *cache,
 	if (!cache || !entry || entry->cache != cache || !entry->cached ||
 	    rc_forked(cache))
 		return false;
-	if (cache->mon->sync)
-		cache->mon->sync(cache);
+	rc_mon_sync(cache);
 	/* the same test a hit on this entry would pass */
 	return RC_READ_ONCE(entry->in_tree) &&
 	       !RC_READ_ONCE(entry->dead) &&
 	       !atomic_load_explicit(&entry->stale, memory_order_relaxed) &&
-	       cache->mon->valid(cache, entry);
+	       rc_mon_valid(cache, entry);
+}
+
+/*
+ * Why an unchanged generation proves the entries checked after the
+ * earlier call still valid.  An entry stops being valid in two ways.
+ * (1) It leaves the index (flush, an invalidation the library applies,
+ * uffd's thread included): rc_remove_locked() clears in_tree, then bumps
+ * inval_seq with release.  A generation whose acquire load saw that bump
+ * makes the later check see in_tree clear, so the entry was not kept;
+ * one that did not see it differs from any taken after the bump.  (2) The
+ * module changes its slot word (kmod): the notifier writes the word and
+ * then events_total (smp_wmb, regcache_status_sync) before the unmapping
+ * call returns; the same pairing with our acquire load of events_total
+ * applies.  uffd's window between the event's read and its application
+ * is closed by rc_mon_sync(), as for regcache_entry_valid().  Both counts
+ * only grow, so their sum is unchanged only if neither changed.
+ */
+uint64_t regcache_generation(struct regcache *cache)
+{
+	const volatile struct regcache_status *st;
+	uint64_t g;
+
+	if (!cache || rc_forked(cache) || !cache->fast_max)
+		return 0;
+	rc_mon_sync(cache);
+	st = cache->mon_status;
+	g = atomic_load_explicit(&cache->inval_seq, memory_order_acquire);
+	if (st)
+		g += __atomic_load_n(&st->events_total, __ATOMIC_ACQUIRE);
+	else if (cache->mon->type != REGCACHE_MONITOR_UFFD)
+		return 0;	/* a monitor whose changes we cannot count */
+	return g;
 }
 
 /* -------------------------------------------------------- create/destroy */
@@ -1796,6 +1954,7 @@ int regcache_create(const struct regcache_attr *attr, struct regcache **cachep)
 	rc_list_init(&cache->free_list);
 	rc_list_init(&cache->deferred);
 	cache->id = atomic_fetch_add(&rc_next_cache_id, 1);
+	atomic_init(&cache->inval_seq, 1);	/* 0 means "cannot tell" */
 	cache->reg = attr->reg;
 	cache->dereg = attr->dereg;
 	cache->user = attr->user;
@@ -1818,6 +1977,8 @@ int regcache_create(const struct regcache_attr *attr, struct regcache **cachep)
 	ret = rc_start_monitor(cache, type, env.monitor_set);
 	if (ret)
 		goto destroy_locks;
+	if (cache->mon->type != REGCACHE_MONITOR_NONE && cache->max_entries)
+		cache->fast_max = cache->max_bytes;
 	*cachep = cache;
 	return 0;
 
@@ -1866,6 +2027,8 @@ void regcache_destroy(struct regcache *cache)
 	for (i = 0; i < cache->nchunks; i++)
 		free(cache->chunks[i].base);
 	free(cache->chunks);
+	rc_itree_destroy(&cache->tree);
+	rc_itree_destroy(&cache->xtree);
 	pthread_mutex_destroy(&cache->defer_lock);
 	pthread_mutex_destroy(&cache->alloc_lock);
 	rc_brlock_destroy(&cache->lock);

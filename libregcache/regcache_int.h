@@ -23,6 +23,7 @@
 #pragma GCC visibility pop
 #include "brlock.h"
 #include "itree.h"
+#include "regcache_uapi.h"
 
 #define RC_REF_TREE		1ULL	/* the index's reference */
 #define RC_REF_USER		2ULL	/* one holder's reference */
@@ -45,8 +46,14 @@ struct rc_list {
 #define RC_READ_ONCE(x)		__atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define RC_WRITE_ONCE(x, v)	__atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
+/*
+ * The first cache line holds all a hit and a put touch (the serve test,
+ * the monitor's check, refs, the statistics, the put's checks): with
+ * many entries a random hit then costs one miss on the entry.
+ */
 struct regcache_entry {
-	struct rc_itree_node node;	/* [start, end) page aligned */
+	uint32_t magic;
+	uint32_t access;
 	_Atomic uint64_t refs;
 	_Atomic uint64_t hits;
 	_Atomic uint8_t accessed;	/* CLOCK reference bit */
@@ -60,8 +67,13 @@ struct regcache_entry {
 	 * the monitor and invalidations only */
 	bool exact;
 	bool nokeep;			/* REGCACHE_GET_NOKEEP: drop at last put */
-	uint32_t magic;
-	uint32_t access;
+	/*
+	 * kmod: the entry's word in the status area, so the hit path checks
+	 * validity with one load and no call (rc_mon_valid); NULL otherwise.
+	 */
+	const volatile uint64_t *slot_ptr;
+	uint64_t slot_word;		/* monitor data */
+	struct rc_itree_node node;	/* [start, end) page aligned: first */
 	void *handle;
 	uintptr_t xaddr;		/* exact entries: the registered bytes */
 	size_t xlen;
@@ -70,9 +82,8 @@ struct regcache_entry {
 	struct rc_list link;		/* pending / release / free lists */
 	/* monitor data */
 	uint32_t slot;
-	uint64_t slot_word;
 	uint64_t cookie;
-};
+} __attribute__((aligned(RC_CACHELINE)));
 
 struct rc_monitor_ops {
 	const char *name;
@@ -110,6 +121,8 @@ struct regcache {
 	struct rc_brlock lock;
 	uint64_t id;			/* for per-thread hints */
 	_Atomic uint64_t tree_seq;	/* bumped on every index change */
+	/* bumped (release) after every removal from either index, from 1 */
+	_Atomic uint64_t inval_seq;
 	struct rc_itree tree;
 	/*
 	 * Exact entries (REGCACHE_GET_EXACT) live in a tree of their own: the
@@ -145,6 +158,18 @@ struct regcache {
 
 	const struct rc_monitor_ops *mon;
 	void *mon_priv;
+	/*
+	 * Hit-path shortcuts set by the monitor's start, so that a hit makes
+	 * no call into the monitor: where ->sync may have work (uffd: its
+	 * 'pending' word; kmod: the status header's event count and flags;
+	 * neither: ->sync is always called), and whether every indexed entry
+	 * is valid (uffd drops entries from the index itself).
+	 */
+	const _Atomic int *mon_sync_word;
+	const volatile struct regcache_status *mon_status;
+	bool mon_valid_always;
+	/* the largest range a get may look up (0: every get is uncached) */
+	size_t fast_max;
 
 	/* counters (relaxed atomics; hits live in the entries) */
 	_Atomic uint64_t retired_hits;
@@ -165,6 +190,56 @@ static inline bool rc_forked(const struct regcache *cache)
 {
 	return atomic_load_explicit(cache->proc_gen, memory_order_relaxed) !=
 	       cache->fork_gen;
+}
+
+/*
+ * The monitor's validity check of an indexed entry, inlined for the hit
+ * path: for kmod one acquire load of the entry's status word (the module
+ * changes it before the unmapping call returns), for uffd nothing.
+ */
+static inline bool rc_mon_valid(const struct regcache *cache,
+				const struct regcache_entry *e)
+{
+	if (e->slot_ptr)
+		return __atomic_load_n(e->slot_ptr, __ATOMIC_ACQUIRE) ==
+		       e->slot_word;
+	if (cache->mon_valid_always)
+		return true;
+	return cache->mon->valid(cache, e);
+}
+
+/* The same where it needs no call; false (ask the long way) otherwise. */
+static inline bool rc_mon_valid_nocall(const struct regcache *cache,
+				       const struct regcache_entry *e)
+{
+	if (e->slot_ptr)
+		return __atomic_load_n(e->slot_ptr, __ATOMIC_ACQUIRE) ==
+		       e->slot_word;
+	return cache->mon_valid_always;
+}
+
+/*
+ * Has the monitor nothing to do before a lookup may be trusted?  The very
+ * tests uffd_sync() and kmod_sync() start with, with the same orderings.
+ */
+static inline bool rc_mon_idle(const struct regcache *cache)
+{
+	const volatile struct regcache_status *st = cache->mon_status;
+
+	if (cache->mon_sync_word)
+		return !atomic_load(cache->mon_sync_word);
+	if (st)
+		return !__atomic_load_n(&st->events_pending, __ATOMIC_RELAXED) &&
+		       !(__atomic_load_n(&st->flags, __ATOMIC_RELAXED) &
+			 REGCACHE_STATUS_OVERFLOW);
+	return !cache->mon->sync;
+}
+
+/* Before a lookup: let the monitor catch up, if it may have to. */
+static inline void rc_mon_sync(struct regcache *cache)
+{
+	if (__builtin_expect(!rc_mon_idle(cache), 0))
+		cache->mon->sync(cache);
 }
 
 /* The index an entry lives in. */

@@ -711,6 +711,63 @@ static void test_entry_valid(void)
 	munmap(buf, 8 * psz);
 }
 
+/*
+ * regcache_generation(): unchanged by hits, misses and puts that leave
+ * every held entry valid; changed by an unmap under a held entry and by a
+ * flush; 0 where it cannot tell (no monitor, a forked child, NULL).
+ */
+static void test_generation(void)
+{
+	struct regcache_attr none = {
+		.reg = tb_reg, .dereg = tb_dereg, .user = &be,
+		.monitor = REGCACHE_MONITOR_NONE, .flags = REGCACHE_ATTR_NO_ENV,
+	};
+	struct regcache_entry *a, *b, *c;
+	char *buf = map_pages(8);
+	uint64_t g0, g1;
+	int status = -1;
+	pid_t pid;
+
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_EQUAL(regcache_generation(NULL), 0);
+	/* merge_max 1: no merging, so a miss never replaces a held entry */
+	CU_ASSERT_FATAL(make_cache(0, 0, 1) == 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, 2 * psz, 1, &a), 0);
+	g0 = regcache_generation(cache);
+	CU_ASSERT(g0 != 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf + 4 * psz, psz, 1, &b), 0);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(cache, buf, psz, 1, &c), 0);
+	CU_ASSERT_PTR_EQUAL(a, c);
+	CU_ASSERT_EQUAL(regcache_put(cache, c), 0);
+	CU_ASSERT_EQUAL(regcache_generation(cache), g0);
+	/* a page under a unmapped: the generation moves, a is invalid */
+	CU_ASSERT_EQUAL_FATAL(munmap(buf + psz, psz), 0);
+	g1 = regcache_generation(cache);
+	CU_ASSERT(g1 != g0 && g1 != 0);
+	CU_ASSERT(!regcache_entry_valid(cache, a));
+	CU_ASSERT(regcache_entry_valid(cache, b));
+	CU_ASSERT_EQUAL(regcache_put(cache, a), 0);
+	/* a flush drops b from under its holder: it moves again */
+	CU_ASSERT_EQUAL(regcache_flush(cache), 0);
+	CU_ASSERT(regcache_generation(cache) != g1);
+	CU_ASSERT(!regcache_entry_valid(cache, b));
+	CU_ASSERT_EQUAL(regcache_put(cache, b), 0);
+	/* a child cannot tell (the cache is the parent's) */
+	pid = fork();
+	if (pid == 0)
+		_exit(regcache_generation(cache) == 0 ? 0 : 1);
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	drop_cache();
+	CU_ASSERT_EQUAL(be.live, 0);
+	/* no monitor: nothing is cached, nothing to count */
+	CU_ASSERT_EQUAL_FATAL(regcache_create(&none, &cache), 0);
+	CU_ASSERT_EQUAL(regcache_generation(cache), 0);
+	drop_cache();
+	munmap(buf, 8 * psz);
+}
+
 static void test_limits(void)
 {
 	struct regcache_entry *a, *b;
@@ -1249,7 +1306,7 @@ static void test_itree(void)
 {
 	enum { N = 2000 };
 	static struct model_iv iv[N];
-	struct rc_itree t = { NULL, 0 };
+	struct rc_itree t = { .root = NULL };
 	unsigned int seed = 7;
 	int i, round;
 
@@ -1281,6 +1338,82 @@ static void test_itree(void)
 		}
 	}
 	CU_ASSERT(rc_itree_check(&t) >= 0);
+	rc_itree_destroy(&t);
+}
+
+/* The brute-force answer of rc_itree_floor: the greatest (start, node). */
+static struct rc_itree_node *model_floor(struct model_iv *iv, int n,
+					 uintptr_t addr)
+{
+	struct rc_itree_node *best = NULL;
+	int j;
+
+	for (j = 0; j < n; j++) {
+		struct rc_itree_node *c = &iv[j].node;
+
+		if (!iv[j].in || iv[j].s > addr)
+			continue;
+		if (!best || c->start > best->start ||
+		    (c->start == best->start && (uintptr_t)c > (uintptr_t)best))
+			best = c;
+	}
+	return best;
+}
+
+/*
+ * The block index behind rc_itree_floor against a brute-force model:
+ * many equal starts (ties ordered by node address), blocks that split,
+ * empty and merge, a tree that empties and refills; the structure is
+ * checked against the AVL tree's order throughout.
+ */
+static void test_itree_floor(void)
+{
+	enum { N = 3000 };
+	static struct model_iv iv[N];
+	struct rc_itree t = { .root = NULL };
+	unsigned int seed = 11;
+	int i, round, bad = 0, checks = 0;
+
+	for (i = 0; i < N; i++) {
+		/* few distinct starts: long runs of ties across blocks */
+		iv[i].s = (uintptr_t)(rand_r(&seed) % 400) * 4096;
+		iv[i].e = iv[i].s + 4096;
+		iv[i].in = false;
+	}
+	for (round = 0; round < 60000; round++) {
+		/* phases that grow, shrink to nothing and grow again */
+		bool grow = (round / 15000) % 2 == 0;
+
+		i = rand_r(&seed) % N;
+		if (iv[i].in && (!grow || rand_r(&seed) % 4 == 0)) {
+			rc_itree_remove(&t, &iv[i].node);
+			iv[i].in = false;
+		} else if (!iv[i].in && (grow || rand_r(&seed) % 4 == 0)) {
+			iv[i].node.start = iv[i].s;
+			iv[i].node.end = iv[i].e;
+			rc_itree_insert(&t, &iv[i].node);
+			iv[i].in = true;
+		}
+		if (round % 97 == 0) {
+			uintptr_t q = (uintptr_t)(rand_r(&seed) % 420) * 4096 +
+				      rand_r(&seed) % 3 * 2048;
+
+			bad += rc_itree_floor(&t, q) != model_floor(iv, N, q);
+			checks++;
+		}
+		if (round % 5000 == 0)
+			CU_ASSERT(rc_itree_check(&t) >= 0);
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT(checks > 500);
+	CU_ASSERT(!t.broken);
+	for (i = 0; i < N; i++)
+		if (iv[i].in)
+			rc_itree_remove(&t, &iv[i].node);
+	CU_ASSERT_EQUAL(t.nblk, 0);
+	CU_ASSERT(rc_itree_floor(&t, UINTPTR_MAX) == NULL);
+	CU_ASSERT(rc_itree_check(&t) == 0);
+	rc_itree_destroy(&t);
 }
 
 static const struct rc_test_case core_cases[] = {
@@ -1303,6 +1436,7 @@ static const struct rc_test_case core_cases[] = {
 	{ "refcount", test_refcount },
 	{ "invalidate_in_use", test_invalidate_in_use },
 	{ "entry_valid", test_entry_valid },
+	{ "generation", test_generation },
 	{ "limits", test_limits },
 	{ "alignment", test_alignment },
 	{ "access_superset", test_access },
@@ -1320,6 +1454,7 @@ static const struct rc_test_case api_cases[] = {
 	{ "bad_input", test_bad_input },
 	{ "env", test_env },
 	{ "itree_model", test_itree },
+	{ "itree_floor_model", test_itree_floor },
 	{ "stats_env", test_stats_env },
 	{ NULL, NULL }
 };

@@ -25,19 +25,12 @@ CHURN=$(knob churn 63)
 ITERS=$(knob iters 500)
 LAT=$(knob lat 1000)
 
-load()
-{
-	insmod "$RC_KMOD" "$@" || return 1
-	i=0
-	while [ ! -c /dev/regcache ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-	[ -c /dev/regcache ]
-}
 
 r=1
 while [ "$r" -le "$ROUNDS" ]; do
 	if [ $((r % 2)) = 1 ]; then order="interval context"; else order="context interval"; fi
 	for d in $order; do
-		if ! rc_check "round $r: insmod notifier=$d" load notifier="$d"; then
+		if ! rc_check "round $r: insmod notifier=$d" rc_kmod_load notifier="$d"; then
 			continue
 		fi
 		echo "--- bench_kmod round $r notifier=$d ($RC_KERNEL)"

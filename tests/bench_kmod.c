@@ -26,8 +26,10 @@
  * line says which design the loaded module runs.  Knobs: BENCH_ROUNDS (21
  * churn blocks per side), BENCH_CHURN (2000 iterations a block), BENCH_REPS
  * (5, for watch, inval and latency rounds), BENCH_WATCHES (10000),
- * BENCH_LAT (1000 WATCH+UNWATCH pairs per latency round).  BENCH_ROUNDS
- * is at most 64.
+ * BENCH_LAT (1000 WATCH+UNWATCH pairs per latency round), BENCH_LAT_PAGES
+ * (1: pages each latency churner maps, touches and unmaps at a time; more
+ * makes each of its invalidations last longer), BENCH_ONLY=latency (skip
+ * the other three).  BENCH_ROUNDS is at most 64.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* RUSAGE_THREAD */
@@ -356,21 +358,25 @@ static void bench_inval(int reps, long n)
 struct lat_churn {
 	pthread_t tid;
 	volatile int *stop;
+	long pages;	/* per mapping, each touched */
 	long iters;
 };
 
 static void *lat_churn_main(void *arg)
 {
 	struct lat_churn *lc = arg;
+	size_t len = lc->pages * pg;
 	char *p;
+	long i;
 
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
 	while (!*lc->stop) {
-		p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED)
 			break;
-		p[0] = 1;
-		munmap(p, pg);
+		for (i = 0; i < lc->pages; i++)
+			p[i * pg] = 1;
+		munmap(p, len);
 		lc->iters++;
 	}
 	return NULL;
@@ -401,7 +407,7 @@ static long nvcsw(void)
  * which is what waiting for the mm's invalidate sequence costs - are
  * counted apart, per thousand pairs.
  */
-static void bench_latency(int reps, long n)
+static void bench_latency(int reps, long n, long pages)
 {
 	static const int nthr[] = { 0, 1, 3 };
 	double *all[3], p99[3][64], t0, t1;
@@ -429,6 +435,7 @@ static void bench_latency(int reps, long n)
 			stop = 0;
 			for (t = 0; t < nthr[k]; t++) {
 				lc[t].stop = &stop;
+				lc[t].pages = pages;
 				lc[t].iters = 0;
 				if (pthread_create(&lc[t].tid, NULL, lat_churn_main, &lc[t]))
 					break;
@@ -511,6 +518,8 @@ int main(void)
 	long churn = kt_env_long("BENCH_CHURN", 2000);
 	long watches = kt_env_long("BENCH_WATCHES", 10000);
 	long lat = kt_env_long("BENCH_LAT", 1000);
+	long lat_pages = kt_env_long("BENCH_LAT_PAGES", 1);
+	const char *only = getenv("BENCH_ONLY");
 	const char *dir = getenv("RC_RESULTS");
 	const char *tag = getenv("BENCH_TAG");
 	char path[512];
@@ -528,17 +537,21 @@ int main(void)
 			 tag ? "-" : "", tag ? tag : "");
 		out = fopen(path, "w");
 	}
-	printf("# bench_kmod: reps %d, churn %ld, watches %ld, latency pairs %ld\n",
-	       reps, churn, watches, lat);
+	if (lat_pages < 1 || lat_pages > 65536)
+		lat_pages = 1;
+	printf("# bench_kmod: reps %d, churn %ld, watches %ld, latency pairs %ld, latency churn pages %ld\n",
+	       reps, churn, watches, lat, lat_pages);
 	if (rounds < 1 || rounds > 64)
 		rounds = 21;
 	if (lat < 10)
 		lat = 1000;
 	report_notifier();
-	bench_churn(rounds, churn, watches);
-	bench_watch(reps, watches);
-	bench_inval(reps, 2000);
-	bench_latency(reps, lat);
+	if (!only || strcmp(only, "latency")) {
+		bench_churn(rounds, churn, watches);
+		bench_watch(reps, watches);
+		bench_inval(reps, 2000);
+	}
+	bench_latency(reps, lat, lat_pages);
 	if (out)
 		fclose(out);
 	return 0;

@@ -11,7 +11,9 @@
 # kmodbench.reps=N (BENCH_REPS, 5), kmodbench.churn=N (BENCH_ROUNDS, 63
 # blocks per side), kmodbench.iters=N (BENCH_CHURN, 500 mmap+munmap a
 # block: short blocks pair better on a busy host), kmodbench.lat=N
-# (BENCH_LAT, 1000).  doc/BENCHMARKS.md has the command.
+# (BENCH_LAT, 1000), kmodbench.bigpages=N (256: the second latency run's
+# churners map and unmap N pages at a time, so each invalidation lasts
+# longer; results tagged DESIGN-big-rN).  doc/BENCHMARKS.md has the command.
 . "$RC_SRCDIR/tests/vm/guest-lib.sh"
 
 knob()
@@ -24,6 +26,7 @@ REPS=$(knob reps 5)
 CHURN=$(knob churn 63)
 ITERS=$(knob iters 500)
 LAT=$(knob lat 1000)
+BIG=$(knob bigpages 256)
 
 
 r=1
@@ -40,6 +43,13 @@ while [ "$r" -le "$ROUNDS" ]; do
 		else
 			rc_fail "round $r: bench_kmod notifier=$d" "exit status $?"
 		fi
+		# the latency part again, churners unmapping BIG pages at a time
+		if timeout 600 env BENCH_TAG="$d-big-r$r" BENCH_REPS="$REPS" BENCH_ONLY=latency \
+			BENCH_LAT_PAGES="$BIG" BENCH_LAT="$LAT" "$RC_BUILDDIR/tests/bench_kmod"; then
+			rc_ok "round $r: bench_kmod latency, $BIG-page churn, notifier=$d"
+		else
+			rc_fail "round $r: bench_kmod latency, $BIG-page churn, notifier=$d" "exit status $?"
+		fi
 		if rmmod regcache && ! grep -q '^regcache ' /proc/modules; then
 			rc_ok "round $r: rmmod after notifier=$d"
 		else
@@ -52,7 +62,7 @@ done
 # Per design, each key's median over the rounds and its range (min..max).
 summary()
 {
-	for d in interval context; do
+	for d in interval context interval-big context-big; do
 		echo "--- summary notifier=$d ($ROUNDS rounds): key median min max"
 		cat "$RC_RESULTS"/bench_kmod-"$RC_KERNEL"-"$d"-r*.txt 2>/dev/null |
 			grep -v '^#' | sort -k1,1 -k2,2g | awk '

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * regcache_watch.c - watched ranges: slots, interval notifiers, filtering.
+ * regcache_watch.c - watched ranges: slots, filtering, and the
+ * interval-notifier design (notifier=interval).
  *
  * Each WATCH gets a slot (the lowest free index of the context's xarray)
- * and an mmu_interval_notifier over the page-aligned range.  The
- * notifier's invalidate callback is the heart of the module: it decides
+ * and is armed by the context's notifier design: an mmu_interval_notifier
+ * over the page-aligned range (here), or a node of the context's private
+ * interval tree (regcache_ctxnotif.c).  The invalidate callback of either
+ * is the heart of the module (regcache_range_fire): it decides
  * from the event type whether the pages under the range can have changed,
  * and if so it rewrites the slot word (inactive, generation + 1) under a
  * spinlock before returning.  The kernel calls it before it changes the
@@ -76,6 +79,48 @@ bool regcache_reason_invalidates(u32 reason)
 	}
 }
 
+/* ctx->strict is fixed while any range exists (CONFIGURE -EBUSY). */
+bool regcache_ctx_ignores(struct regcache_ctx *ctx, u32 reason)
+{
+	return !READ_ONCE(ctx->strict) && !regcache_reason_invalidates(reason);
+}
+
+/*
+ * The heart of both notifier designs: an invalidation over r that the
+ * context does not ignore.  Caller holds ctx->lock.  Only the spinlock
+ * and no allocation: this runs unchanged whether or not
+ * mmu_notifier_range_blockable(range), including from the OOM reaper, so
+ * no callback ever has to fail.  Returns true when an event was queued:
+ * the caller wakes readers after unlocking.
+ */
+bool regcache_range_fire(struct regcache_range *r,
+			 const struct mmu_notifier_range *range, u32 reason)
+{
+	struct regcache_ctx *ctx = r->ctx;
+	struct regcache_event ev;
+	u64 word;
+
+	lockdep_assert_held(&ctx->lock);
+	if (r->state != REGCACHE_RANGE_ACTIVE)
+		return false;
+	word = READ_ONCE(ctx->slots[r->slot]);
+	word = ((word & REGCACHE_SLOT_GEN_MASK) + 1) & REGCACHE_SLOT_GEN_MASK;
+	WRITE_ONCE(ctx->slots[r->slot], word);
+	r->state = REGCACHE_RANGE_INVALIDATED;
+
+	ev.cookie = r->cookie;
+	ev.addr = r->addr;
+	ev.len = r->len;
+	ev.inval_addr = max_t(u64, range->start, r->start);
+	ev.inval_len = min_t(u64, range->end, r->end) - ev.inval_addr;
+	ev.slot_word = word;
+	ev.slot = r->slot;
+	ev.reason = reason;
+	regcache_ctx_queue_event(ctx, &ev);
+	return true;
+}
+
+/* notifier=interval: the kernel found r in the mm-wide tree. */
 static bool regcache_range_invalidate(struct mmu_interval_notifier *mni,
 				      const struct mmu_notifier_range *range,
 				      unsigned long cur_seq)
@@ -83,38 +128,14 @@ static bool regcache_range_invalidate(struct mmu_interval_notifier *mni,
 	struct regcache_range *r = container_of(mni, struct regcache_range, notifier);
 	struct regcache_ctx *ctx = r->ctx;
 	u32 reason = regcache_reason_of(range->event);
-	struct regcache_event ev;
-	bool queued = false;
-	u64 word;
+	bool queued;
 
-	/* ctx->strict is fixed while any range exists (CONFIGURE -EBUSY). */
-	if (!READ_ONCE(ctx->strict) && !regcache_reason_invalidates(reason))
+	if (regcache_ctx_ignores(ctx, reason))
 		return true;
 
-	/*
-	 * Only a spinlock and no allocation: this runs unchanged whether or
-	 * not mmu_notifier_range_blockable(range), including from the OOM
-	 * reaper, so we never have to return false.
-	 */
 	spin_lock(&ctx->lock);
 	mmu_interval_set_seq(mni, cur_seq);
-	if (r->state == REGCACHE_RANGE_ACTIVE) {
-		word = READ_ONCE(ctx->slots[r->slot]);
-		word = ((word & REGCACHE_SLOT_GEN_MASK) + 1) & REGCACHE_SLOT_GEN_MASK;
-		WRITE_ONCE(ctx->slots[r->slot], word);
-		r->state = REGCACHE_RANGE_INVALIDATED;
-
-		ev.cookie = r->cookie;
-		ev.addr = r->addr;
-		ev.len = r->len;
-		ev.inval_addr = max_t(u64, range->start, r->start);
-		ev.inval_len = min_t(u64, range->end, r->end) - ev.inval_addr;
-		ev.slot_word = word;
-		ev.slot = r->slot;
-		ev.reason = reason;
-		regcache_ctx_queue_event(ctx, &ev);
-		queued = true;
-	}
+	queued = regcache_range_fire(r, range, reason);
 	spin_unlock(&ctx->lock);
 
 	if (queued)
@@ -124,6 +145,54 @@ static bool regcache_range_invalidate(struct mmu_interval_notifier *mni,
 
 static const struct mmu_interval_notifier_ops regcache_range_ops = {
 	.invalidate = regcache_range_invalidate,
+};
+
+/*
+ * An insert racing an invalidation already in progress is deferred and
+ * does not see that invalidation's callback.  read_begin waits for it to
+ * finish; regcache_watch()'s mapping check then fails if it was an unmap.
+ * (A zap of pages the caller pinned *before* WATCH cannot be seen by
+ * anyone: WATCH first, then register, is the documented order.)
+ *
+ * Why no mmu_interval_read_retry() loop, unlike the HMM pattern: the
+ * sequence only says "an invalidation overlapped", and we establish
+ * nothing that such an invalidation could make stale.  The slot was armed
+ * before the insert, so every invalidation that starts after the insert
+ * runs our callback and flips the word itself; the one that was in
+ * progress is waited for here.  A retry could only repeat the same checks.
+ *
+ * The cost: read_begin (and mmu_interval_notifier_remove) wait for the
+ * mm-wide invalidate sequence, which any munmap anywhere in the process
+ * holds open; notifier=context waits only for overlapping ones.
+ */
+static int regcache_interval_arm(struct regcache_ctx *ctx, struct regcache_range *r)
+{
+	int ret;
+
+	ret = mmu_interval_notifier_insert(&r->notifier, ctx->mm, r->start,
+					   r->end - r->start, &regcache_range_ops);
+	if (ret)
+		return ret;
+	(void)mmu_interval_read_begin(&r->notifier);
+	return 0;
+}
+
+/* Sleeps until a running callback for this range has returned. */
+static void regcache_interval_disarm(struct regcache_ctx *ctx, struct regcache_range *r)
+{
+	mmu_interval_notifier_remove(&r->notifier);
+}
+
+/* Each interval notifier holds its own mm_count: nothing per context. */
+static void regcache_interval_release(struct regcache_ctx *ctx)
+{
+}
+
+const struct regcache_notif_ops regcache_interval_ops = {
+	.name		= "interval",
+	.arm		= regcache_interval_arm,
+	.disarm		= regcache_interval_disarm,
+	.release	= regcache_interval_release,
 };
 
 /* Is every byte of [start, end) inside some VMA?  Caller holds mmap_lock. */
@@ -229,34 +298,17 @@ int regcache_watch(struct regcache_ctx *ctx, struct regcache_watch *w)
 	r->state = REGCACHE_RANGE_ACTIVE;
 	spin_unlock(&ctx->lock);
 
-	ret = mmu_interval_notifier_insert(&r->notifier, ctx->mm, start, end - start,
-					   &regcache_range_ops);
+	ret = ctx->nops->arm(ctx, r);
 	if (ret)
 		goto release_slot;
 
-	/*
-	 * An insert racing an invalidation already in progress is deferred
-	 * and does not see that invalidation's callback.  read_begin waits
-	 * for it to finish; the mapping check below then fails if it was an
-	 * unmap.  (A zap of pages the caller pinned *before* WATCH cannot be
-	 * seen by anyone: WATCH first, then register, is the documented order.)
-	 *
-	 * Why no mmu_interval_read_retry() loop, unlike the HMM pattern: the
-	 * sequence only says "an invalidation overlapped", and we establish
-	 * nothing that such an invalidation could make stale.  The slot was
-	 * armed before the insert, so every invalidation that starts after
-	 * the insert runs our callback and flips the word itself; the one
-	 * that was in progress is waited for here.  A retry could only repeat
-	 * the same checks.
-	 */
-	(void)mmu_interval_read_begin(&r->notifier);
 	mmap_read_lock(ctx->mm);
 	mapped = regcache_range_mapped(ctx->mm, start, end);
 	mmap_read_unlock(ctx->mm);
 	if (!mapped) {
 		/* As mlock(2) and madvise(2) say it; -EFAULT is for bad pointers. */
 		ret = -ENOMEM;
-		goto remove_notifier;
+		goto disarm;
 	}
 
 	spin_lock(&ctx->lock);
@@ -272,8 +324,8 @@ int regcache_watch(struct regcache_ctx *ctx, struct regcache_watch *w)
 	w->slot_word = word;
 	return 0;
 
-remove_notifier:
-	mmu_interval_notifier_remove(&r->notifier);
+disarm:
+	ctx->nops->disarm(ctx, r);
 release_slot:
 	regcache_slot_release(ctx, slot);
 free_range:
@@ -286,8 +338,7 @@ uncharge:
 /* Tear one range down.  Caller holds ctx->mutex (or is the last user). */
 static void regcache_range_destroy(struct regcache_ctx *ctx, struct regcache_range *r)
 {
-	/* Sleeps until a running callback for this range has returned. */
-	mmu_interval_notifier_remove(&r->notifier);
+	ctx->nops->disarm(ctx, r);
 
 	spin_lock(&ctx->lock);
 	ctx->nr_watches--;

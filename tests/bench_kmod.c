@@ -8,23 +8,42 @@
  *            two long-lived workers run alternating blocks, median of the
  *            per-block ratios reported.
  *  watch     WATCH + UNWATCH per call, single ioctls vs WATCH_BATCH.
+ *  latency   WATCH+UNWATCH of one page, timed pair by pair, while 0, 1
+ *            and 3 other threads of the same process mmap + touch +
+ *            munmap pages of their own (unrelated to the watch) in a loop:
+ *            p50 / p99 / p99.9 of the pairs, and the spread of the
+ *            per-round p99.  The interval-notifier design (notifier=
+ *            interval) waits in UNWATCH and WATCH for the mm's invalidate
+ *            sequence, which those munmaps keep busy; the per-context
+ *            design (notifier=context) should not care.
  *  inval     munmap of a watched page vs an unwatched one, and how many
  *            loads after munmap returned it took to see the slot change
  *            (always 0: the callback ran before munmap returned; the
  *            battery asserts it).
  *
  * Output: "key value" lines on stdout and, when RC_RESULTS is set, in
- * $RC_RESULTS/bench_kmod-$RC_KERNEL.txt.  Knobs: BENCH_ROUNDS (21
+ * $RC_RESULTS/bench_kmod-$RC_KERNEL[-$BENCH_TAG].txt.  A "# notifier NAME"
+ * line says which design the loaded module runs.  Knobs: BENCH_ROUNDS (21
  * churn blocks per side), BENCH_CHURN (2000 iterations a block), BENCH_REPS
- * (5, for the other two), BENCH_WATCHES (10000).
+ * (5, for watch, inval and latency rounds), BENCH_WATCHES (10000),
+ * BENCH_LAT (1000 WATCH+UNWATCH pairs per latency round), BENCH_LAT_PAGES
+ * (1: pages each latency churner maps, touches and unmaps at a time; more
+ * makes each of its invalidations last longer), BENCH_ONLY=latency (skip
+ * the other three).  BENCH_ROUNDS is at most 64.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* RUSAGE_THREAD */
+#endif
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +66,13 @@ static void report(const char *key, double v)
 	printf("%s %.1f\n", key, v);
 	if (out)
 		fprintf(out, "%s %.1f\n", key, v);
+}
+
+static void report3(const char *key, double v)
+{
+	printf("%s %.3f\n", key, v);
+	if (out)
+		fprintf(out, "%s %.3f\n", key, v);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -217,14 +243,12 @@ static void bench_churn(int rounds, long iters, long watches)
 	report("churn_ns_no_context_min", minimum(t[0], rounds));
 	report("churn_ns_1_watch_min", minimum(t[1], rounds));
 	report("churn_ns_10k_watches_min", minimum(t[2], rounds));
-	printf("churn_ratio_10k_median %.3f\nchurn_ratio_1_median %.3f\n"
-	       "churn_ratio_10k_of_minima %.3f\n",
-	       median(r_all, rounds), median(r_one, rounds), minimum(t[2], rounds) / minimum(t[0], rounds));
-	if (out)
-		fprintf(out, "churn_ratio_10k_median %.3f\nchurn_ratio_1_median %.3f\n"
-			"churn_ratio_10k_of_minima %.3f\n",
-			median(r_all, rounds), median(r_one, rounds),
-			minimum(t[2], rounds) / minimum(t[0], rounds));
+	/* median() sorted r_all: its quartiles are the spread of the ratio */
+	report3("churn_ratio_10k_median", median(r_all, rounds));
+	report3("churn_ratio_10k_p25", r_all[rounds / 4]);
+	report3("churn_ratio_10k_p75", r_all[(3 * rounds) / 4]);
+	report3("churn_ratio_1_median", median(r_one, rounds));
+	report3("churn_ratio_10k_of_minima", minimum(t[2], rounds) / minimum(t[0], rounds));
 }
 
 static void bench_watch(int reps, long n)
@@ -322,13 +346,182 @@ static void bench_inval(int reps, long n)
 	kt_close(&c);
 }
 
+/*
+ * Threads that churn memory of their own in the bench's mm: each maps,
+ * touches and unmaps one page until told to stop, so the mm always has
+ * an invalidation starting or ending somewhere far from the watched page.
+ * They run at nice 19, so that on a guest with fewer vCPUs than threads
+ * the timed thread is not simply preempted by them (which costs the same
+ * whatever the module does) and what remains is what the kernel makes it
+ * wait for.
+ */
+struct lat_churn {
+	pthread_t tid;
+	volatile int *stop;
+	long pages;	/* per mapping, each touched */
+	long iters;
+};
+
+static void *lat_churn_main(void *arg)
+{
+	struct lat_churn *lc = arg;
+	size_t len = lc->pages * pg;
+	char *p;
+	long i;
+
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+	while (!*lc->stop) {
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			break;
+		for (i = 0; i < lc->pages; i++)
+			p[i * pg] = 1;
+		munmap(p, len);
+		lc->iters++;
+	}
+	return NULL;
+}
+
+static double pct(const double *sorted, long n, double q)
+{
+	long i = (long)(q * (n - 1) + 0.5);
+
+	return sorted[i < n ? i : n - 1];
+}
+
+/* Voluntary context switches of the calling thread: it slept. */
+static long nvcsw(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_THREAD, &ru) ? 0 : ru.ru_nvcsw;
+}
+
+/*
+ * WATCH+UNWATCH pairs timed one by one on a page nobody unmaps, with
+ * nthreads churners running.  Rounds rotate the thread counts so noise
+ * spreads over all three; the samples of all rounds are pooled for the
+ * percentiles, and the per-round p99s give the spread.  On two vCPUs the
+ * churners also take the CPU away (preemption, the same for any design),
+ * so the pairs that slept in the kernel - a voluntary context switch,
+ * which is what waiting for the mm's invalidate sequence costs - are
+ * counted apart, per thousand pairs.
+ */
+static void bench_latency(int reps, long n, long pages)
+{
+	static const int nthr[] = { 0, 1, 3 };
+	double *all[3], p99[3][64], t0, t1;
+	struct lat_churn lc[3];
+	volatile int stop;
+	long i, m, done[3] = { 0 }, churned[3] = { 0 }, slept[3] = { 0 }, fails = 0;
+	long cs;
+	struct kt_ctx c;
+	uint32_t slot;
+	char key[64], *mem;
+	double *s;
+	int r, j, k, t;
+
+	mem = kt_map_pages(1);
+	s = calloc(n, sizeof(*s));
+	for (k = 0; k < 3; k++)
+		all[k] = calloc((size_t)n * reps, sizeof(double));
+	if (!mem || !s || !all[0] || !all[1] || !all[2] || kt_open(&c, 0, true)) {
+		fprintf(stderr, "bench_latency: setup failed\n");
+		return;
+	}
+	for (r = 0; r < reps; r++) {
+		for (j = 0; j < 3; j++) {
+			k = (r + j) % 3;
+			stop = 0;
+			for (t = 0; t < nthr[k]; t++) {
+				lc[t].stop = &stop;
+				lc[t].pages = pages;
+				lc[t].iters = 0;
+				if (pthread_create(&lc[t].tid, NULL, lat_churn_main, &lc[t]))
+					break;
+			}
+			/* let the churners get going before timing */
+			usleep(nthr[k] ? 20000 : 0);
+			cs = nvcsw();
+			for (i = 0, m = 0; i < n; i++) {
+				t0 = now_ns();
+				if (kt_watch(&c, mem, pg, i, 0, &slot, NULL)) {
+					fails++;
+					continue;
+				}
+				kt_unwatch(&c, slot, i);
+				t1 = now_ns();
+				s[m++] = t1 - t0;
+				all[k][done[k]++] = t1 - t0;
+				/* getrusage outside the timed window */
+				if (nvcsw() != cs) {
+					slept[k]++;
+					cs = nvcsw();
+				}
+			}
+			stop = 1;
+			while (t--) {
+				pthread_join(lc[t].tid, NULL);
+				churned[k] += lc[t].iters;
+			}
+			qsort(s, m, sizeof(*s), cmp_double);
+			p99[k][r] = m ? pct(s, m, 0.99) : 0;
+		}
+	}
+	for (k = 0; k < 3 && done[k]; k++) {
+		qsort(all[k], done[k], sizeof(double), cmp_double);
+		qsort(p99[k], reps, sizeof(double), cmp_double);
+		snprintf(key, sizeof(key), "watch_unwatch_ns_p50_mt%d", nthr[k]);
+		report(key, pct(all[k], done[k], 0.50));
+		snprintf(key, sizeof(key), "watch_unwatch_ns_p99_mt%d", nthr[k]);
+		report(key, pct(all[k], done[k], 0.99));
+		snprintf(key, sizeof(key), "watch_unwatch_ns_p999_mt%d", nthr[k]);
+		report(key, pct(all[k], done[k], 0.999));
+		snprintf(key, sizeof(key), "watch_unwatch_ns_max_mt%d", nthr[k]);
+		report(key, all[k][done[k] - 1]);
+		snprintf(key, sizeof(key), "watch_unwatch_ns_round_p99_min_mt%d", nthr[k]);
+		report(key, p99[k][0]);
+		snprintf(key, sizeof(key), "watch_unwatch_ns_round_p99_max_mt%d", nthr[k]);
+		report(key, p99[k][reps - 1]);
+		snprintf(key, sizeof(key), "watch_unwatch_slept_per_1000_mt%d", nthr[k]);
+		report(key, 1000.0 * slept[k] / done[k]);
+		snprintf(key, sizeof(key), "churn_iters_during_latency_mt%d", nthr[k]);
+		report(key, churned[k]);
+		free(all[k]);
+	}
+	report("watch_unwatch_failures", fails);
+	kt_close(&c);
+	munmap(mem, pg);
+	free(s);
+}
+
+/* The design the loaded module runs: notifier=interval|context. */
+static void report_notifier(void)
+{
+	char name[32] = "unknown";
+	FILE *f = fopen("/sys/module/regcache/parameters/notifier", "r");
+
+	if (f) {
+		if (fscanf(f, "%31s", name) != 1)
+			strcpy(name, "unknown");
+		fclose(f);
+	}
+	printf("# notifier %s\n", name);
+	if (out)
+		fprintf(out, "# notifier %s\n", name);
+}
+
 int main(void)
 {
 	int reps = (int)kt_env_long("BENCH_REPS", 5);
 	int rounds = (int)kt_env_long("BENCH_ROUNDS", 21);
 	long churn = kt_env_long("BENCH_CHURN", 2000);
 	long watches = kt_env_long("BENCH_WATCHES", 10000);
+	long lat = kt_env_long("BENCH_LAT", 1000);
+	long lat_pages = kt_env_long("BENCH_LAT_PAGES", 1);
+	const char *only = getenv("BENCH_ONLY");
 	const char *dir = getenv("RC_RESULTS");
+	const char *tag = getenv("BENCH_TAG");
 	char path[512];
 
 	pg = sysconf(_SC_PAGESIZE);
@@ -339,16 +532,26 @@ int main(void)
 		return 77;
 	}
 	if (dir) {
-		snprintf(path, sizeof(path), "%s/bench_kmod-%s.txt", dir,
-			 getenv("RC_KERNEL") ? getenv("RC_KERNEL") : "unknown");
+		snprintf(path, sizeof(path), "%s/bench_kmod-%s%s%s.txt", dir,
+			 getenv("RC_KERNEL") ? getenv("RC_KERNEL") : "unknown",
+			 tag ? "-" : "", tag ? tag : "");
 		out = fopen(path, "w");
 	}
-	printf("# bench_kmod: reps %d, churn %ld, watches %ld\n", reps, churn, watches);
+	if (lat_pages < 1 || lat_pages > 65536)
+		lat_pages = 1;
+	printf("# bench_kmod: reps %d, churn %ld, watches %ld, latency pairs %ld, latency churn pages %ld\n",
+	       reps, churn, watches, lat, lat_pages);
 	if (rounds < 1 || rounds > 64)
 		rounds = 21;
-	bench_churn(rounds, churn, watches);
-	bench_watch(reps, watches);
-	bench_inval(reps, 2000);
+	if (lat < 10)
+		lat = 1000;
+	report_notifier();
+	if (!only || strcmp(only, "latency")) {
+		bench_churn(rounds, churn, watches);
+		bench_watch(reps, watches);
+		bench_inval(reps, 2000);
+	}
+	bench_latency(reps, lat, lat_pages);
 	if (out)
 		fclose(out);
 	return 0;

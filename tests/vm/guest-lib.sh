@@ -158,3 +158,16 @@ rc_dmabuf_exporters()
 	echo "exporters: udmabuf $([ -c /dev/udmabuf ] && echo yes || echo no)," \
 		"dri: $(ls /dev/dri 2>/dev/null | tr '\n' ' ')"
 }
+
+# rc_kmod_load [PARAM=VALUE...]: insmod regcache.ko with those
+# parameters and wait (5 s at most) for /dev/regcache.
+rc_kmod_load()
+{
+	insmod "$RC_KMOD" "$@" || return 1
+	rc__i=0
+	while [ ! -c /dev/regcache ] && [ $rc__i -lt 50 ]; do
+		sleep 0.1
+		rc__i=$((rc__i + 1))
+	done
+	[ -c /dev/regcache ]
+}

@@ -4,7 +4,8 @@
 # set a test needs (defaults; strict=1; ring_entries=16; small per-user
 # limits for the limits program and regcachectl as a user), runs the ABI,
 # semantics (FLUSH, status mapping, exec), huge page (THP, hugetlb),
-# invalidation, isolation, overflow, fuzz and stress programs, checks
+# invalidation, isolation, overflow, fuzz and stress programs (and most of
+# them again under notifier=context, the per-context design), checks
 # regcachectl against the live module, that unload is refused while a
 # context exists and clean after, and runs the benchmark (results in
 # $RC_RESULTS/bench_kmod-$RC_KERNEL.txt).  Knobs on the kernel command line
@@ -24,10 +25,7 @@ FUZZ_N=$(knob fuzz 100000)
 
 load()
 {
-	insmod "$RC_KMOD" "$@" || return 1
-	i=0
-	while [ ! -c /dev/regcache ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-	[ -c /dev/regcache ]
+	rc_kmod_load "$@"
 }
 
 unloaded()
@@ -133,6 +131,32 @@ if rc_check "insmod max_user_contexts=4 max_user_watches=64" \
 	rc_check "regcachectl as a user: own context, counters need root" user_ctl
 	# module exit WARNs (dmesg) if any user's entry were left behind
 	unload "rmmod after limits"
+fi
+
+# --- notifier=context: the per-context notifier design -----------------
+# The same invalidation, semantics, huge page, isolation and teardown
+# programs against the other design (regcache_ctxnotif.c; abi's argument
+# checks are shared code and not repeated), a short stress (UNWATCH racing
+# munmap in 16 threads: the path lockdep watches on the debug kernel),
+# then a clean unload.
+rc_check "insmod rejects notifier=bogus" sh -c \
+	"! insmod '$RC_KMOD' notifier=bogus 2>/dev/null && ! grep -q '^regcache ' /proc/modules"
+if rc_check "insmod notifier=context" load notifier=context; then
+	rc_check "notifier parameter reads context" \
+		grep -qx context /sys/module/regcache/parameters/notifier
+	exec 3</dev/regcache
+	rc_check "fdinfo names the design" grep -q "^regcache-notifier:	context\$" /proc/$$/fdinfo/3
+	exec 3<&-
+	rc_run "sem notifier=context" "$T/test_kmod_sem"
+	rc_run "mm notifier=context" "$T/test_kmod_mm"
+	rc_run "inval notifier=context" "$T/test_kmod_inval"
+	rc_run "isolation notifier=context" "$T/test_kmod_isolation"
+	rc_run "stress 5s notifier=context" env KMOD_STRESS_SECONDS=5 "$T/test_kmod_stress"
+	unload "rmmod after notifier=context"
+fi
+if rc_check "insmod notifier=context strict=1" load notifier=context strict=1; then
+	rc_run "inval notifier=context strict=1" "$T/test_kmod_inval"
+	unload "rmmod after notifier=context strict=1"
 fi
 
 # --- stress and benchmark ---------------------------------------------

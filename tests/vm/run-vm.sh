@@ -27,6 +27,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${VM_MEM:=1G}"
 : "${VM_SMP:=2}"
 : "${VM_APPEND:=}"
+# KASAN, lockdep and kmemleak make the debug kernel's guests 2-5x slower
+# (the kmod suite: 5 minutes on a quiet host, 20 on a busy one): its
+# guests get three times the limit.
+[ "$kernel" = debug ] && VM_TIMEOUT=$((VM_TIMEOUT * 3))
 . "$here/kernels.sh"
 . "$here/host-lib.sh"
 

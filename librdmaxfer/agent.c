@@ -824,6 +824,7 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 	rx_list_init(&agent->peers);
 	rx_list_init(&agent->accept_q);
 	rx_list_init(&agent->reqs);
+	rx_list_init(&agent->file_active);
 	rx_list_init(&agent->deferred);
 	rx_list_init(&agent->mems);
 	rx_list_init(&agent->async_node);
@@ -1077,6 +1078,8 @@ int rdmaxfer_progress(struct rdmaxfer_agent *agent)
 	ret = rx_progress_locked(agent);
 	pthread_mutex_unlock(&agent->lock);
 	rx_deliver_notifs(agent);
+	if (ret >= 0)
+		rx_file_progress(agent);
 	return ret;
 }
 

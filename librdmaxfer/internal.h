@@ -259,6 +259,10 @@ struct rdmaxfer_req {
 	/* atomics */
 	uint64_t *result;
 	struct ibv_sge atomic_sge;
+
+	/* a file request (file.c): its state is there, req->state stays
+	 * IDLE so the verbs paths never take it for one of theirs */
+	struct rx_file_req *file;
 };
 
 struct rdmaxfer_mem {
@@ -365,6 +369,10 @@ struct rdmaxfer_agent {
 					 * async event was queued for us */
 	uint64_t progress_gen;		/* bumped after every thread round */
 	uint32_t cm_tick;		/* rx_progress_data_locked() turns */
+	/* file.c: engines with a request in progress, stepped by
+	 * rdmaxfer_progress() (rx_file_progress()) */
+	struct rx_list file_active;
+	uint64_t file_round;
 };
 
 /* agent.c */
@@ -484,6 +492,15 @@ struct rx_notif_wc {
  * -EMSGSIZE (more bytes than the buffer or RDMAXFER_NOTIF_MSG_MAX). */
 int rx_notif_decode(const struct rx_notif_wc *wc, const void *buf,
 		    size_t buf_len, struct rdmaxfer_notif *n);
+
+/* file.c: the public request calls of a file request (req->file) */
+int rx_file_req_post(struct rdmaxfer_req *req);
+int rx_file_req_test(struct rdmaxfer_req *req);
+int rx_file_req_wait(struct rdmaxfer_req *req, int timeout_ms);
+int rx_file_req_free(struct rdmaxfer_req *req);
+const char *rx_file_req_strerror(const struct rdmaxfer_req *req);
+void rx_file_req_release(struct rdmaxfer_req *req);	/* agent destroy */
+void rx_file_progress(struct rdmaxfer_agent *agent);
 
 /* error.c */
 int rx_wc_errno(enum ibv_wc_status status);

@@ -860,6 +860,8 @@ int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 
 	if (!req || (flags & ~RDMAXFER_POST_MORE))
 		return -EINVAL;
+	if (req->file)
+		return rx_file_req_post(req);
 	peer = req->peer;
 	agent = peer->agent;
 	/*
@@ -945,6 +947,8 @@ int rdmaxfer_req_test(struct rdmaxfer_req *req)
 
 	if (!req)
 		return -EINVAL;
+	if (req->file)
+		return rx_file_req_test(req);
 	agent = req->peer->agent;
 	pthread_mutex_lock(&agent->lock);
 	rx_ring_deferred(agent);
@@ -966,6 +970,8 @@ int rdmaxfer_req_wait(struct rdmaxfer_req *req, int timeout_ms)
 
 	if (!req)
 		return -EINVAL;
+	if (req->file)
+		return rx_file_req_wait(req, timeout_ms);
 	agent = req->peer->agent;
 	pthread_mutex_lock(&agent->lock);
 	rx_ring_deferred(agent);
@@ -994,6 +1000,8 @@ void rx_req_release(struct rdmaxfer_req *req)
 	size_t i;
 
 	rx_list_del(&req->node);
+	if (req->file)
+		rx_file_req_release(req);
 	for (i = 0; i < req->nlocal; i++)
 		if (req->ents[i])
 			regcache_put(cache, req->ents[i]);
@@ -1014,6 +1022,8 @@ int rdmaxfer_req_free(struct rdmaxfer_req *req)
 
 	if (!req)
 		return -EINVAL;
+	if (req->file)
+		return rx_file_req_free(req);
 	agent = req->peer->agent;
 	pthread_mutex_lock(&agent->lock);
 	if (req->state == RX_REQ_ACTIVE) {
@@ -1038,6 +1048,8 @@ const char *rdmaxfer_req_strerror(const struct rdmaxfer_req *req)
 {
 	if (!req)
 		return rdmaxfer_strerror(-EINVAL);
+	if (req->file)
+		return rx_file_req_strerror(req);
 	if (req->wc_status > 0)
 		return ibv_wc_status_str((enum ibv_wc_status)req->wc_status);
 	return rdmaxfer_strerror(req_result(req));

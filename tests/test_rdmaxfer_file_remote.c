@@ -364,6 +364,13 @@ static void test_cancel_timeout(void)
 	CU_ASSERT_EQUAL_FATAL(rdmaxfer_file_prepare(f, cp, RDMAXFER_OP_READ,
 						    &d, &rdesc, &req), 0);
 	CU_ASSERT_EQUAL_FATAL(rdmaxfer_req_post(req), 0);
+	/* once the first chunk is in the file: chunks are in flight */
+	t = now_s() + WAIT_MS / 1000.0;
+	do {
+		ret = rdmaxfer_req_test(req);
+		CU_ASSERT_EQUAL(rdmaxfer_file_req_result(req, &res), 0);
+	} while (ret == -EINPROGRESS && !res.done && now_s() < t);
+	CU_ASSERT_EQUAL(ret, -EINPROGRESS);
 	CU_ASSERT_EQUAL(rdmaxfer_req_cancel(req), 0);
 	t = now_s();
 	CU_ASSERT_EQUAL(rdmaxfer_req_wait(req, WAIT_MS), -ECANCELED);
@@ -375,6 +382,7 @@ static void test_cancel_timeout(void)
 	CU_ASSERT_EQUAL(res.err, -ECANCELED);
 	CU_ASSERT_EQUAL(res.stage, RDMAXFER_FILE_STAGE_CANCEL);
 	CU_ASSERT(res.prefix <= res.done && res.done < RLEN);
+	CU_ASSERT(res.done >= CHUNK);
 	CU_ASSERT(pread(fd, lbuf, RLEN, 0) == (ssize_t)RLEN);
 	CU_ASSERT(!memcmp(lbuf, rbuf, res.prefix));
 	CU_ASSERT_EQUAL(rdmaxfer_req_cancel(req), -EALREADY);

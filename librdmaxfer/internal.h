@@ -405,6 +405,7 @@ struct rdmaxfer_peer *rx_peer_by_qpn(struct rdmaxfer_agent *agent,
 
 /* xfer.c */
 void rx_req_release(struct rdmaxfer_req *req);
+int rx_state_result(enum rx_req_state state, int err);
 void rx_send_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc);
 void rx_flush_backlog(struct rx_qp *qp);
 void rx_fail_backlog(struct rx_qp *qp, int err);

@@ -925,9 +925,10 @@ int rdmaxfer_req_post(struct rdmaxfer_req *req)
 	return rdmaxfer_req_post_flags(req, 0);
 }
 
-static int req_result(const struct rdmaxfer_req *req)
+/* What test reports for a request in state with error err (file.c too). */
+int rx_state_result(enum rx_req_state state, int err)
 {
-	switch (req->state) {
+	switch (state) {
 	case RX_REQ_IDLE:
 		return -EALREADY;
 	case RX_REQ_ACTIVE:
@@ -935,8 +936,13 @@ static int req_result(const struct rdmaxfer_req *req)
 	case RX_REQ_DONE:
 		return 0;
 	default:
-		return req->err ? req->err : -EIO;
+		return err ? err : -EIO;
 	}
+}
+
+static int req_result(const struct rdmaxfer_req *req)
+{
+	return rx_state_result(req->state, req->err);
 }
 
 RX_EXPORT

@@ -22,6 +22,7 @@
 
 #include "rdmaxfer.h"
 #include "rc_test.h"
+#include "rdmaxfer_file_test.h"
 
 /* the directory under test: $RDMAXFER_FILE_DIR (the VM suite points it
  * at tmpfs and at ext4 on a loop device), else /tmp */
@@ -412,19 +413,6 @@ static void test_unavailable(void)
 	rc_diag("%s", rdmaxfer_file_msg(f));
 	round_trip(f, (1 << 20) + 5, 3);
 	rdmaxfer_file_destroy(f);
-}
-
-/* Open descriptors of this process (a failed transfer must leak none). */
-static int open_fds(void)
-{
-	char p[64];
-	int n = 0;
-
-	for (int i = 0; i < 1024; i++) {
-		snprintf(p, sizeof(p), "/proc/self/fd/%d", i);
-		n += access(p, F_OK) == 0;
-	}
-	return n;
 }
 
 /*

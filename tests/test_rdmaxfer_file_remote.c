@@ -21,6 +21,7 @@
 
 #define WAIT_MS 20000	/* every blocking call of the test */
 #include "rdmaxfer_test_util.h"
+#include "rdmaxfer_file_test.h"
 
 #define CHUNK	65536
 #define QD	4
@@ -189,19 +190,6 @@ static void test_bad(void)
 }
 
 /* ------------------------------------------- requests (LIBRDMAXFER_1.8) */
-
-/* Open descriptors of this process (nothing may leak one). */
-static int open_fds(void)
-{
-	char p[64];
-	int n = 0;
-
-	for (int i = 0; i < 1024; i++) {
-		snprintf(p, sizeof(p), "/proc/self/fd/%d", i);
-		n += access(p, F_OK) == 0;
-	}
-	return n;
-}
 
 /* A file of len bytes of pattern seed at path, open read-write. */
 static int pattern_fd(size_t len, uint32_t seed, int oflags)
@@ -429,6 +417,26 @@ static void test_cancel_timeout(void)
 	CU_ASSERT_EQUAL(rdmaxfer_peer_state(cp), RDMAXFER_PEER_CONNECTED);
 }
 
+/* One file request of op over d, which must go the way flag says. */
+static void one_way(struct rdmaxfer_file *f, enum rdmaxfer_op op,
+		    const struct rdmaxfer_file_desc *d, uint32_t flag)
+{
+	struct rdmaxfer_file_result res;
+	struct rdmaxfer_req *req;
+
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_file_prepare(f, cp, op, d, &rdesc, &req),
+			      0);
+	CU_ASSERT_EQUAL(drive(cli, req, BY_WAIT), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_file_req_result(req, &res), 0);
+	CU_ASSERT_EQUAL(res.flags, flag);
+	if (res.flags != flag)
+		rc_diag("op %d off %llu len %llu: flags %#x: %s", (int)op,
+			(unsigned long long)d->offset,
+			(unsigned long long)d->len, res.flags,
+			rdmaxfer_file_msg(f));
+	CU_ASSERT_EQUAL(rdmaxfer_req_free(req), 0);
+}
+
 /*
  * O_DIRECT on the remote legs: an aligned range goes direct, a misaligned
  * one (offset, length) falls back to buffered I/O and says so; both move
@@ -437,9 +445,7 @@ static void test_cancel_timeout(void)
 static void test_direct_fallback(void)
 {
 	struct rdmaxfer_file *f = engine(0);
-	struct rdmaxfer_file_result res;
 	struct rdmaxfer_file_desc d;
-	struct rdmaxfer_req *req;
 	static const struct { uint64_t off, len; uint32_t flag; } cases[] = {
 		{ 0, RLEN - 4096, RDMAXFER_FILE_RES_DIRECT },
 		{ 4096, 8192, RDMAXFER_FILE_RES_DIRECT },
@@ -464,27 +470,10 @@ static void test_direct_fallback(void)
 		fd = pattern_fd(RLEN, 40 + i, O_DIRECT);
 		memset(rbuf, 0, RLEN);
 		d = (struct rdmaxfer_file_desc){ fd, off, len };
-		CU_ASSERT_EQUAL_FATAL(rdmaxfer_file_prepare(f, cp,
-							    RDMAXFER_OP_WRITE,
-							    &d, &rdesc, &req),
-				      0);
-		CU_ASSERT_EQUAL(drive(cli, req, BY_WAIT), 0);
-		CU_ASSERT_EQUAL(rdmaxfer_file_req_result(req, &res), 0);
-		CU_ASSERT_EQUAL(res.flags, cases[i].flag);
-		if (res.flags != cases[i].flag)
-			rc_diag("to_peer off %zu len %zu: flags %#x: %s", off,
-				len, res.flags, rdmaxfer_file_msg(f));
+		one_way(f, RDMAXFER_OP_WRITE, &d, cases[i].flag);
 		CU_ASSERT(!memcmp(rbuf, lbuf + off, len));
-		rdmaxfer_req_free(req);
 		fill((uint8_t *)rbuf, len, 50 + i);
-		CU_ASSERT_EQUAL_FATAL(rdmaxfer_file_prepare(f, cp,
-							    RDMAXFER_OP_READ,
-							    &d, &rdesc, &req),
-				      0);
-		CU_ASSERT_EQUAL(drive(cli, req, BY_WAIT), 0);
-		CU_ASSERT_EQUAL(rdmaxfer_file_req_result(req, &res), 0);
-		CU_ASSERT_EQUAL(res.flags, cases[i].flag);
-		rdmaxfer_req_free(req);
+		one_way(f, RDMAXFER_OP_READ, &d, cases[i].flag);
 		CU_ASSERT(pread(fd, lbuf, RLEN, 0) == (ssize_t)RLEN);
 		CU_ASSERT(!memcmp(rbuf, lbuf + off, len));
 		close(fd);

@@ -1070,16 +1070,18 @@ int rdmaxfer_agent_cache_stats(struct rdmaxfer_agent *agent,
 RX_EXPORT
 int rdmaxfer_progress(struct rdmaxfer_agent *agent)
 {
+	bool files;
 	int ret;
 
 	if (!agent)
 		return -EINVAL;
 	pthread_mutex_lock(&agent->lock);
 	ret = rx_progress_locked(agent);
+	files = !rx_list_empty(&agent->file_active);
 	pthread_mutex_unlock(&agent->lock);
 	rx_deliver_notifs(agent);
-	if (ret >= 0)
-		rx_file_progress(agent);
+	if (ret >= 0 && files)
+		rx_file_progress(agent);	/* file requests (file_req.c) */
 	return ret;
 }
 

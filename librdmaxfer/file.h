@@ -36,7 +36,7 @@ struct file_slot {
 	enum slot_state state;
 	struct file_io io;
 	struct rdmaxfer_req *req;	/* the RDMA leg (SLOT_NET) */
-	uint64_t pos;			/* offset of the chunk in the range */
+	uint64_t pos;			/* its offset in the range */
 };
 
 struct rdmaxfer_file {
@@ -56,13 +56,13 @@ struct rdmaxfer_file {
 	struct rx_file_req *active;	/* the request in progress */
 	struct rx_list active_node;	/* agent->file_active (its lock) */
 	uint64_t round;			/* rx_file_progress() pass */
-	unsigned int stalls;		/* submits in a row consuming none */
+	unsigned int stalls;		/* submits in a row taking none */
 	struct {
 		enum file_inject_point point;
 		unsigned int nth, seen;
 		int err;
 	} inj;
-	struct rdmaxfer_file_info info;	/* counters and the last result */
+	struct rdmaxfer_file_info info;	/* counters, the last result */
 	char msg[RDMAXFER_FILE_MSG_MAX];
 };
 

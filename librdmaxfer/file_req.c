@@ -261,7 +261,8 @@ static void slot_pio(struct rx_file_req *fr, struct file_slot *sl)
 	int ret;
 
 	sl->state = SLOT_FILE;
-	ret = rx_file_pio(fr->file, fr->fd, &d, sl->io.buf, !fr->to_peer, &done);
+	ret = rx_file_pio(fr->file, fr->fd, &d, sl->io.buf, !fr->to_peer,
+			  &done);
 	sl->io.done = (uint32_t)done;
 	if (ret)
 		fr_fail(fr, ret, RDMAXFER_FILE_STAGE_IO, "%s", fr->file->msg);
@@ -281,7 +282,7 @@ static void slot_reap(struct rx_file_req *fr, struct io_uring_cqe *cqe)
 	io_uring_cqe_seen(&file->ring, cqe);
 	io->busy = false;
 	if (sl->state != SLOT_FILE)
-		return;		/* not ours: a request that was torn down */
+		return;	/* not ours: a request that was torn down */
 	if (rx_file_res_err(write, res)) {
 		res = rx_file_res_err(write, res);
 		fr_fail(fr, res, RDMAXFER_FILE_STAGE_IO,

@@ -892,6 +892,76 @@ int rdmaxfer_file_from_peer(struct rdmaxfer_file *file,
 			    const struct rdmaxfer_file_desc *dst, int timeout_ms);
 /* One line on the last failure or fallback ("" if none). */
 const char *rdmaxfer_file_msg(const struct rdmaxfer_file *file);
+/*
+ * File requests (LIBRDMAXFER_1.8, rdmaxfer_file(3)): file <-> remote as a
+ * struct rdmaxfer_req, posted, tested, waited on, cancelled and freed like
+ * any other request; its disk side moves in the caller's test, wait and
+ * progress calls.  op RDMAXFER_OP_WRITE: file range -> remote (RDMA
+ * WRITE); RDMAXFER_OP_READ: remote -> file range (RDMA READ).
+ */
+enum rdmaxfer_file_stage {
+	RDMAXFER_FILE_STAGE_NONE = 0,
+	RDMAXFER_FILE_STAGE_CHECK = 1,		/* the range and its fd */
+	RDMAXFER_FILE_STAGE_REGISTER = 2,	/* the staging pool */
+	RDMAXFER_FILE_STAGE_SUBMIT = 3,		/* io_uring submission */
+	RDMAXFER_FILE_STAGE_IO = 4,		/* a file read or write */
+	RDMAXFER_FILE_STAGE_NET = 5,		/* an RDMA leg */
+	RDMAXFER_FILE_STAGE_CANCEL = 6,		/* rdmaxfer_req_cancel() */
+};
+
+/* struct rdmaxfer_file_result.flags */
+#define RDMAXFER_FILE_RES_DIRECT	(1U << 0)	/* O_DIRECT I/O */
+/* the fd has O_DIRECT but the range, buffer or chunk size is misaligned
+ * for it: buffered I/O through a second fd of the same file */
+#define RDMAXFER_FILE_RES_BUFFERED	(1U << 1)
+
+/* What one transfer (a blocking call or a request) did. */
+struct rdmaxfer_file_result {
+	uint64_t len;		/* the range */
+	uint64_t done;		/* bytes that reached the destination */
+	/* the destination's first prefix bytes are all written; past them
+	 * done - prefix more bytes may be, in whole chunks */
+	uint64_t prefix;
+	int32_t err;		/* 0, -EINPROGRESS, -EALREADY or -errno */
+	uint32_t stage;		/* enum rdmaxfer_file_stage of err */
+	uint32_t flags;		/* RDMAXFER_FILE_RES_* */
+	uint32_t reserved;
+};
+
+/* An engine's settings and counters (rdmaxfer_file_query()). */
+struct rdmaxfer_file_info {
+	uint32_t backend;	/* enum rdmaxfer_file_backend */
+	uint32_t chunk_size;
+	uint32_t queue_depth;
+	uint32_t fixed;		/* 1: the pool is an io_uring fixed buffer */
+	uint64_t transfers;	/* ended, calls and requests */
+	uint64_t failures;	/* ... of them with an error */
+	uint64_t cancels;	/* requests cancelled */
+	uint64_t bytes;		/* bytes moved to or from files */
+	uint64_t direct;	/* transfers with RDMAXFER_FILE_RES_DIRECT */
+	uint64_t dio_fallbacks;	/* ... with RDMAXFER_FILE_RES_BUFFERED */
+	uint64_t short_ios;	/* short reads or writes resubmitted */
+	uint64_t reserved[3];
+	struct rdmaxfer_file_result last;	/* the last transfer ended */
+};
+
+int rdmaxfer_file_prepare(struct rdmaxfer_file *file,
+			  struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
+			  const struct rdmaxfer_file_desc *range,
+			  const struct rdmaxfer_desc *remote,
+			  struct rdmaxfer_req **reqp);
+/* The result of a file request so far; -EINVAL for another request. */
+int rdmaxfer_file_req_result(struct rdmaxfer_req *req,
+			     struct rdmaxfer_file_result *res);
+int rdmaxfer_file_query(struct rdmaxfer_file *file,
+			struct rdmaxfer_file_info *info);
+/*
+ * Stop a request in progress: a file request starts no more chunks and
+ * ends with -ECANCELED once what is in flight is back (bounded: see
+ * rdmaxfer_file(3)).  -EALREADY when not in progress, -EOPNOTSUPP for
+ * transfers and atomics (work requests on the wire cannot be recalled).
+ */
+int rdmaxfer_req_cancel(struct rdmaxfer_req *req);
 /* ------------------------------------------------ grain ring (MXL), 1.4 */
 
 struct rdmaxfer_ring;		/* target side: the ring of slots */

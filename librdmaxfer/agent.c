@@ -824,6 +824,7 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 	rx_list_init(&agent->peers);
 	rx_list_init(&agent->accept_q);
 	rx_list_init(&agent->reqs);
+	rx_list_init(&agent->file_active);
 	rx_list_init(&agent->deferred);
 	rx_list_init(&agent->mems);
 	rx_list_init(&agent->async_node);
@@ -1070,14 +1071,18 @@ int rdmaxfer_agent_cache_stats(struct rdmaxfer_agent *agent,
 RX_EXPORT
 int rdmaxfer_progress(struct rdmaxfer_agent *agent)
 {
+	bool files;
 	int ret;
 
 	if (!agent)
 		return -EINVAL;
 	pthread_mutex_lock(&agent->lock);
 	ret = rx_progress_locked(agent);
+	files = !rx_list_empty(&agent->file_active);
 	pthread_mutex_unlock(&agent->lock);
 	rx_deliver_notifs(agent);
+	if (ret >= 0 && files)
+		rx_file_progress(agent);	/* file requests (file_req.c) */
 	return ret;
 }
 

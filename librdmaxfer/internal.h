@@ -261,6 +261,10 @@ struct rdmaxfer_req {
 	/* atomics */
 	uint64_t *result;
 	struct ibv_sge atomic_sge;
+
+	/* a file request (file.c): its state is there, req->state stays
+	 * IDLE so the verbs paths never take it for one of theirs */
+	struct rx_file_req *file;
 };
 
 struct rdmaxfer_mem {
@@ -371,6 +375,10 @@ struct rdmaxfer_agent {
 					 * async event was queued for us */
 	uint64_t progress_gen;		/* bumped after every thread round */
 	uint32_t cm_tick;		/* rx_progress_data_locked() turns */
+	/* file.c: engines with a request in progress, stepped by
+	 * rdmaxfer_progress() (rx_file_progress()) */
+	struct rx_list file_active;
+	uint64_t file_round;
 };
 
 /* agent.c */
@@ -403,6 +411,7 @@ struct rdmaxfer_peer *rx_peer_by_qpn(struct rdmaxfer_agent *agent,
 
 /* xfer.c */
 void rx_req_release(struct rdmaxfer_req *req);
+int rx_state_result(enum rx_req_state state, int err);
 void rx_send_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc);
 void rx_flush_backlog(struct rx_qp *qp);
 void rx_fail_backlog(struct rx_qp *qp, int err);
@@ -502,6 +511,15 @@ struct rx_notif_wc {
  * -EMSGSIZE (more bytes than the buffer or RDMAXFER_NOTIF_MSG_MAX). */
 int rx_notif_decode(const struct rx_notif_wc *wc, const void *buf,
 		    size_t buf_len, struct rdmaxfer_notif *n);
+
+/* file.c: the public request calls of a file request (req->file) */
+int rx_file_req_post(struct rdmaxfer_req *req);
+int rx_file_req_test(struct rdmaxfer_req *req);
+int rx_file_req_wait(struct rdmaxfer_req *req, int timeout_ms);
+int rx_file_req_free(struct rdmaxfer_req *req);
+const char *rx_file_req_strerror(const struct rdmaxfer_req *req);
+void rx_file_req_release(struct rdmaxfer_req *req);	/* agent destroy */
+void rx_file_progress(struct rdmaxfer_agent *agent);
 
 /* error.c */
 int rx_wc_errno(enum ibv_wc_status status);

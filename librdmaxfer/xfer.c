@@ -873,6 +873,8 @@ int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 
 	if (!req || (flags & ~RDMAXFER_POST_MORE))
 		return -EINVAL;
+	if (req->file)
+		return rx_file_req_post(req);
 	peer = req->peer;
 	agent = peer->agent;
 	/*
@@ -936,9 +938,10 @@ int rdmaxfer_req_post(struct rdmaxfer_req *req)
 	return rdmaxfer_req_post_flags(req, 0);
 }
 
-static int req_result(const struct rdmaxfer_req *req)
+/* What test reports for a request in state with error err (file.c too). */
+int rx_state_result(enum rx_req_state state, int err)
 {
-	switch (req->state) {
+	switch (state) {
 	case RX_REQ_IDLE:
 		return -EALREADY;
 	case RX_REQ_ACTIVE:
@@ -946,8 +949,13 @@ static int req_result(const struct rdmaxfer_req *req)
 	case RX_REQ_DONE:
 		return 0;
 	default:
-		return req->err ? req->err : -EIO;
+		return err ? err : -EIO;
 	}
+}
+
+static int req_result(const struct rdmaxfer_req *req)
+{
+	return rx_state_result(req->state, req->err);
 }
 
 RX_EXPORT
@@ -958,6 +966,8 @@ int rdmaxfer_req_test(struct rdmaxfer_req *req)
 
 	if (!req)
 		return -EINVAL;
+	if (req->file)
+		return rx_file_req_test(req);
 	agent = req->peer->agent;
 	pthread_mutex_lock(&agent->lock);
 	rx_ring_deferred(agent);
@@ -979,6 +989,8 @@ int rdmaxfer_req_wait(struct rdmaxfer_req *req, int timeout_ms)
 
 	if (!req)
 		return -EINVAL;
+	if (req->file)
+		return rx_file_req_wait(req, timeout_ms);
 	agent = req->peer->agent;
 	pthread_mutex_lock(&agent->lock);
 	rx_ring_deferred(agent);
@@ -1007,6 +1019,8 @@ void rx_req_release(struct rdmaxfer_req *req)
 	size_t i;
 
 	rx_list_del(&req->node);
+	if (req->file)
+		rx_file_req_release(req);
 	for (i = 0; i < req->nlocal; i++)
 		if (req->ents[i])
 			regcache_put(cache, req->ents[i]);
@@ -1027,6 +1041,8 @@ int rdmaxfer_req_free(struct rdmaxfer_req *req)
 
 	if (!req)
 		return -EINVAL;
+	if (req->file)
+		return rx_file_req_free(req);
 	agent = req->peer->agent;
 	pthread_mutex_lock(&agent->lock);
 	if (req->state == RX_REQ_ACTIVE) {
@@ -1051,6 +1067,8 @@ const char *rdmaxfer_req_strerror(const struct rdmaxfer_req *req)
 {
 	if (!req)
 		return rdmaxfer_strerror(-EINVAL);
+	if (req->file)
+		return rx_file_req_strerror(req);
 	if (req->wc_status > 0)
 		return ibv_wc_status_str((enum ibv_wc_status)req->wc_status);
 	return rdmaxfer_strerror(req_result(req));

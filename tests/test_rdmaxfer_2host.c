@@ -27,7 +27,8 @@
  * descriptor and "INFO 3" answers "OK skip: ...".
  *
  * Without --server (guest B) this is the CUnit/TAP client: it connects to
- * $RC_PEER_ADDR:$RC_PEER_PORT and runs the cases.  Skips (77) without
+ * $RC_PEER_ADDR:$RC_PEER_PORT and runs the cases; the last moves a file
+ * of guest B into guest A's buffer and back into another file.  Skips (77) without
  * those variables or an RDMA device.
  */
 #include "config.h"
@@ -904,6 +905,101 @@ static void test_dmabuf_region(void)
 	write_read_region(3, &db_desc);
 }
 
+/* ------------------------------------------------ files (issue 15) ---- */
+
+#define FILE_LEN	(3 * MiB + 5)	/* three staging pools and a bit */
+#define FILE_ROFF	7		/* where it lands in the server's buffer */
+#define FILE_SEED	901
+
+/* A file of this guest of len bytes, pattern seed (seed 0: empty). */
+static int file_2host_open(const char *name, size_t len, uint32_t seed)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/rdmaxfer-2host-%s.%d", name,
+		 (int)getpid());
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		return -errno;
+	unlink(path);
+	if (seed) {
+		fill(cli_buf, len, seed);
+		if (pwrite(fd, cli_buf, len, 0) != (ssize_t)len) {
+			close(fd);
+			return -EIO;
+		}
+	}
+	return fd;
+}
+
+/*
+ * A file of this guest into the other guest's memory (a file request,
+ * RDMA WRITE through the staging pool; the bytes and the guard bytes
+ * around them checked by the server), then back from there into a second
+ * file (the blocking call, RDMA READ), which must equal the first byte
+ * for byte.  Chunks of 256 KiB, 4 in flight: the file is three pools.
+ */
+static void test_file_round_trip(void)
+{
+	struct rdmaxfer_file_attr attr = { .chunk_size = 256 * 1024,
+					   .queue_depth = 4 };
+	struct rdmaxfer_file_result res;
+	struct rdmaxfer_file_desc src, dst;
+	struct rdmaxfer_file *f;
+	struct rdmaxfer_req *req;
+	struct rdmaxfer_desc d;
+	uint8_t *back;
+	int sfd, dfd;
+	double t;
+
+	back = malloc(FILE_LEN);
+	CU_ASSERT_FATAL(back != NULL);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_file_create(&attr, &f), 0);
+	rc_diag("file engine: %s backend",
+		rdmaxfer_file_backend(f) == RDMAXFER_FILE_IO_URING ?
+		"io_uring" : "pread/pwrite");
+	sfd = file_2host_open("src", FILE_LEN, FILE_SEED);
+	dfd = file_2host_open("dst", 0, 0);
+	CU_ASSERT_FATAL(sfd >= 0 && dfd >= 0);
+	CU_ASSERT_EQUAL_FATAL(ask("ZERO 0 %lu", FILE_LEN + 64), 0);
+	CU_ASSERT_EQUAL_FATAL(remote(FILE_ROFF, FILE_LEN, &d), 0);
+
+	src = (struct rdmaxfer_file_desc){ sfd, 0, FILE_LEN };
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_file_prepare(f, peer, RDMAXFER_OP_WRITE,
+						    &src, &d, &req), 0);
+	t = now_s();
+	CU_ASSERT_EQUAL(rdmaxfer_req_post(req), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_wait(req, WAIT_MS), 0);
+	t = now_s() - t;
+	CU_ASSERT_EQUAL(rdmaxfer_file_req_result(req, &res), 0);
+	CU_ASSERT(res.err == 0 && res.done == FILE_LEN &&
+		  res.prefix == FILE_LEN);
+	rc_diag("file -> peer memory: %lu bytes in %.3f s (%s)", FILE_LEN, t,
+		rdmaxfer_req_strerror(req));
+	CU_ASSERT_EQUAL(rdmaxfer_req_free(req), 0);
+	CU_ASSERT_EQUAL(ask("CHECK %d %lu %u", FILE_ROFF, FILE_LEN,
+			    FILE_SEED), 0);
+
+	dst = (struct rdmaxfer_file_desc){ dfd, 0, FILE_LEN };
+	t = now_s();
+	CU_ASSERT_EQUAL(rdmaxfer_file_from_peer(f, peer, &d, &dst, WAIT_MS),
+			0);
+	t = now_s() - t;
+	rc_diag("peer memory -> file: %lu bytes in %.3f s %s", FILE_LEN, t,
+		rdmaxfer_file_msg(f));
+	CU_ASSERT_EQUAL(pread(dfd, back, FILE_LEN, 0), FILE_LEN);
+	CU_ASSERT_EQUAL(pread(sfd, cli_buf, FILE_LEN, 0), FILE_LEN);
+	CU_ASSERT(!memcmp(back, cli_buf, FILE_LEN));
+	CU_ASSERT_EQUAL(mismatch(back, FILE_LEN, FILE_SEED), -1);
+	close(sfd);
+	close(dfd);
+	rdmaxfer_file_destroy(f);
+	free(back);
+}
+
+/* ------------------------------------------- end of files (issue 15) ---- */
+
 static const struct rc_test_case cases[] = {
 	{ "metadata_from_peer", test_metadata_from_peer },
 	{ "write_list_mixed_sizes", test_write_list },
@@ -918,6 +1014,7 @@ static const struct rc_test_case cases[] = {
 	{ "odp_region", test_odp_region },
 	{ "odp_atomic", test_odp_atomic },
 	{ "dmabuf_region", test_dmabuf_region },
+	{ "file_round_trip", test_file_round_trip },	/* issue 15 */
 	{ NULL, NULL },
 };
 

@@ -451,6 +451,11 @@ int rx_md_encode(const struct rdmaxfer_md *md, void *buf, size_t cap,
 		 size_t *lenp);
 /* ring_info.c */
 int rx_ring_info_check(const struct rdmaxfer_ring_info *info);
+void rx_ring_span(uint64_t head, uint32_t count, uint32_t n,
+		  uint32_t *start, uint32_t *first);
+uint32_t rx_ring_samples_imm(uint64_t head, uint32_t count);
+int rx_ring_samples_head(uint32_t imm, uint64_t next, uint32_t n,
+			 uint64_t *head, uint32_t *count);
 
 /*
  * hello.c (no verbs): the rdma_cm private data of a connect (hello) and of

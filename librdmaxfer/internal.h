@@ -449,6 +449,9 @@ int rx_copy_from_user(void *dst, const void *src, size_t len);
 size_t rx_md_size(size_t ndescs);
 int rx_md_encode(const struct rdmaxfer_md *md, void *buf, size_t cap,
 		 size_t *lenp);
+/* xfer.c, for ring.c */
+int rx_req_set_imm(struct rdmaxfer_req *req, uint32_t value);
+
 /* ring_info.c */
 int rx_ring_info_check(const struct rdmaxfer_ring_info *info);
 void rx_ring_span(uint64_t head, uint32_t count, uint32_t n,

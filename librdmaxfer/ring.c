@@ -67,6 +67,14 @@ struct rdmaxfer_ring {
 	void *user;
 };
 
+/* The local buffers a slot's prepared write reads (1 or 2 are kept, so
+ * that a put from the same buffers only re-posts it). */
+struct ring_iov {
+	void *addr[2];
+	size_t len[2];
+	size_t n;
+};
+
 struct rdmaxfer_ring_writer {
 	struct rdmaxfer_peer *peer;
 	struct rdmaxfer_ring_info info;
@@ -78,6 +86,7 @@ struct rdmaxfer_ring_writer {
 	uint64_t limit;			/* grains below it may be put */
 	uint64_t released;		/* the credit word as last read */
 	uint64_t *written;		/* overrun: per slot, the last grain */
+	struct ring_iov *req_iov;	/* per slot: what reqs[] was made for */
 	uint32_t nreqs;			/* reqs[]: n_slots, or SAMPLE_REQS */
 	uint64_t nput;			/* sample writes so far */
 };
@@ -521,10 +530,11 @@ int rdmaxfer_ring_attach(struct rdmaxfer_agent *agent,
 	    w->nreqs > SAMPLE_REQS)
 		w->nreqs = SAMPLE_REQS;
 	w->reqs = calloc(w->nreqs, sizeof(*w->reqs));
+	w->req_iov = calloc(w->nreqs, sizeof(*w->req_iov));
 	w->credit_buf = aligned_alloc(64, 64);
 	if (info->flags & RDMAXFER_RING_OVERRUN)
 		w->written = malloc(info->n_slots * sizeof(*w->written));
-	if (!w->reqs || !w->credit_buf ||
+	if (!w->reqs || !w->req_iov || !w->credit_buf ||
 	    (info->flags & RDMAXFER_RING_OVERRUN && !w->written)) {
 		ret = -ENOMEM;
 		goto err;
@@ -669,7 +679,7 @@ static int overrun_credit(struct rdmaxfer_ring_writer *w, uint64_t index,
 
 /* The write that last used request slot i completed here (its local
  * buffers are free): 0, -EAGAIN (timeout_ms 0), or its error. */
-static int req_slot_free(struct rdmaxfer_ring_writer *w, uint32_t i,
+static int req_slot_wait(struct rdmaxfer_ring_writer *w, uint32_t i,
 			 int timeout_ms, int64_t deadline)
 {
 	int ret;
@@ -680,13 +690,51 @@ static int req_slot_free(struct rdmaxfer_ring_writer *w, uint32_t i,
 		ret = rdmaxfer_req_test(w->reqs[i]);
 	else
 		ret = rdmaxfer_req_wait(w->reqs[i], left_ms(deadline));
-	if (ret == -EINPROGRESS)
-		return -EAGAIN;
-	if (ret)
+	return ret == -EINPROGRESS ? -EAGAIN : ret;
+}
+
+/* req_slot_wait(), then the request freed. */
+static int req_slot_free(struct rdmaxfer_ring_writer *w, uint32_t i,
+			 int timeout_ms, int64_t deadline)
+{
+	int ret = req_slot_wait(w, i, timeout_ms, deadline);
+
+	if (ret || !w->reqs[i])
 		return ret;
 	rdmaxfer_req_free(w->reqs[i]);
 	w->reqs[i] = NULL;
 	return 0;
+}
+
+/* Is slot i's prepared write one of these very buffers? */
+static bool req_slot_same(const struct rdmaxfer_ring_writer *w, uint32_t i,
+			  const struct rdmaxfer_iov *iov, size_t n)
+{
+	const struct ring_iov *r = &w->req_iov[i];
+	size_t k;
+
+	if (!w->reqs[i] || r->n != n)
+		return false;
+	for (k = 0; k < n; k++)
+		if (r->addr[k] != iov[k].addr || r->len[k] != iov[k].len)
+			return false;
+	return true;
+}
+
+/*
+ * Read the credit word ahead: take a read that has finished, and post
+ * the next one once half the window is spent, so that a writer whose
+ * target keeps up rarely waits a READ round trip for credit.
+ */
+static void credit_ahead(struct rdmaxfer_ring_writer *w)
+{
+	if (w->credit_posted && refresh_credit(w, 0) == -EAGAIN &&
+	    w->credit_posted)
+		return;
+	if (w->credit_posted || w->limit - w->next > w->info.n_slots / 2)
+		return;
+	if (!rdmaxfer_req_post(w->credit_req))
+		w->credit_posted = true;
 }
 
 /* Prepare and post n local -> remote pieces with the immediate after
@@ -749,22 +797,42 @@ int rdmaxfer_ring_put(struct rdmaxfer_ring_writer *w, uint64_t index,
 		ret = wait_credit(w, index, timeout_ms, deadline);
 	if (ret)
 		return ret;
-	ret = req_slot_free(w, slot, timeout_ms, deadline);
+	ret = req_slot_wait(w, slot, timeout_ms, deadline);
 	if (ret)
 		return ret;
-	off = w->info.slots.addr + slot * w->info.slot_size;
-	for (i = 0; i < n; i++) {
-		remote[i] = w->info.slots;
-		remote[i].addr = off;
-		remote[i].len = iov[i].len;
-		off += iov[i].len;
+	if (req_slot_same(w, slot, iov, n)) {
+		/* the same buffers into the same slot: post it again */
+		ret = rx_req_set_imm(w->reqs[slot], (uint32_t)index);
+		if (!ret)
+			ret = rdmaxfer_req_post_flags(w->reqs[slot], flags);
+		if (ret)
+			return writer_error(w, ret);
+	} else {
+		ret = req_slot_free(w, slot, 0, 0);
+		if (ret)
+			return ret;
+		off = w->info.slots.addr + slot * w->info.slot_size;
+		for (i = 0; i < n; i++) {
+			remote[i] = w->info.slots;
+			remote[i].addr = off;
+			remote[i].len = iov[i].len;
+			off += iov[i].len;
+		}
+		ret = ring_write(w, slot, iov, remote, n, (uint32_t)index,
+				 flags);
+		if (ret)
+			return ret;
+		w->req_iov[slot].n = n <= 2 ? n : 0;
+		for (i = 0; i < n && i < 2; i++) {
+			w->req_iov[slot].addr[i] = iov[i].addr;
+			w->req_iov[slot].len[i] = iov[i].len;
+		}
 	}
-	ret = ring_write(w, slot, iov, remote, n, (uint32_t)index, flags);
-	if (ret)
-		return ret;
 	if (overrun)
 		w->written[slot] = index;
 	w->next = index + 1;
+	if (!overrun)
+		credit_ahead(w);
 	return 0;
 }
 
@@ -829,6 +897,7 @@ int rdmaxfer_ring_put_samples(struct rdmaxfer_ring_writer *w, uint64_t head,
 		return ret;
 	w->nput++;
 	w->next = head;
+	credit_ahead(w);
 	return 0;
 }
 
@@ -886,6 +955,7 @@ int rdmaxfer_ring_detach(struct rdmaxfer_ring_writer *w)
 		rdmaxfer_peer_destroy(w->peer);
 	free(w->credit_buf);
 	free(w->reqs);
+	free(w->req_iov);
 	free(w->written);
 	free(w);
 	return 0;

@@ -917,6 +917,31 @@ int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 	return 0;
 }
 
+/* ring.c: a prepared write's immediate, changed before it is posted
+ * again (never while it is in flight). */
+int rx_req_set_imm(struct rdmaxfer_req *req, uint32_t value)
+{
+	struct rdmaxfer_agent *agent = req->peer->agent;
+	int ret = -EINVAL;
+	uint32_t i;
+
+	pthread_mutex_lock(&agent->lock);
+	if (req->state == RX_REQ_ACTIVE) {
+		ret = -EBUSY;
+	} else if (req->notif_deferred) {
+		req->notif_wr.imm_data = htonl(value);
+		ret = 0;
+	} else {
+		for (i = 0; i < req->nwr && ret; i++)
+			if (req->wrs[i].opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
+				req->wrs[i].imm_data = htonl(value);
+				ret = 0;
+			}
+	}
+	pthread_mutex_unlock(&agent->lock);
+	return ret;
+}
+
 RX_EXPORT
 int rdmaxfer_req_post(struct rdmaxfer_req *req)
 {

@@ -146,7 +146,7 @@ int bench_ring(const struct bench_ring_cfg *cfg)
 	for (s = 0; s < cfg->nsizes; s++)
 		if (cfg->sizes[s] > maxsz)
 			maxsz = cfg->sizes[s];
-	ret = cfg->make_agent(0, &tgt);
+	ret = cfg->make_target(&tgt);
 	if (!ret)
 		ret = cfg->make_agent(0, &ini);
 	if (!ret)

@@ -21,7 +21,7 @@ r=0
 while [ $r -lt "$reps" ]; do
 	r=$((r + 1))
 	# SIZE GRAINS: 2-50 MB per point and side (TCG moves ~10 MB/s)
-	for sn in 1K:2000 64K:200 1M:24 4M:8 8M:6; do
+	for sn in 1K:1000 64K:150 1M:16 4M:6 8M:4; do
 		s=${sn%:*}
 		n=${sn#*:}
 		echo "### rep $r ring -s $s -n $n"

@@ -21,7 +21,9 @@ r=0
 while [ $r -lt "$reps" ]; do
 	r=$((r + 1))
 	# SIZE GRAINS: 2-50 MB per point and side (TCG moves ~10 MB/s)
-	for sn in 1K:1000 64K:150 1M:16 4M:6 8M:4; do
+	# (1K:60: fewer grains than N = 64 slots, so no credit is waited
+	# for at N = 64: the ring's cost without the target's pace)
+	for sn in 1K:1000 1K:60 64K:160 1M:16 4M:8 8M:4; do
 		s=${sn%:*}
 		n=${sn#*:}
 		echo "### rep $r ring -s $s -n $n"

@@ -576,7 +576,7 @@ int rdmaxfer_xfer_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
 	uint64_t total = 0, piece, maxp;
 	unsigned int nqps, q, fixed_qp = 0, rr = 0;
 	struct rdmaxfer_req *req;
-	bool striped, chained;
+	bool striped, chained, merged;
 	uint32_t nwr = 0;
 	size_t i;
 	int ret;
@@ -618,6 +618,10 @@ int rdmaxfer_xfer_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
 		pthread_mutex_unlock(&agent->lock);
 	}
 	chained = notif && !striped;
+	/* a WRITE on one QP: its last piece carries the immediate (one
+	 * packet and one WR less per notified transfer than a zero-length
+	 * WRITE with immediate after it) */
+	merged = chained && op == RDMAXFER_OP_WRITE;
 
 	/* pass 1: count WRs per QP */
 	for (i = 0; i < nlocal; i++) {
@@ -632,7 +636,7 @@ int rdmaxfer_xfer_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
 			rr = (rr + 1) % nqps;
 		}
 	}
-	if (chained)
+	if (chained && !merged)
 		count[fixed_qp]++;
 	for (q = 0; q < nqps; q++) {
 		off[q] = nwr;
@@ -679,7 +683,12 @@ int rdmaxfer_xfer_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
 			done += len;
 		}
 	}
-	if (notif) {
+	if (merged) {
+		struct ibv_send_wr *wr = &req->wrs[fill[fixed_qp] - 1];
+
+		wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		wr->imm_data = htonl(notif->value);
+	} else if (notif) {
 		struct ibv_send_wr *wr;
 		int flags = op == RDMAXFER_OP_READ ? IBV_SEND_FENCE : 0;
 

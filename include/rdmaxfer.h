@@ -975,16 +975,17 @@ struct rdmaxfer_ring_writer;	/* initiator side: one per target */
 
 enum rdmaxfer_ring_flavour {
 	RDMAXFER_RING_DISCRETE = 1,	/* grains; the immediate: the index */
-	RDMAXFER_RING_CONTINUOUS = 2,	/* samples (reserved: -EOPNOTSUPP) */
+	RDMAXFER_RING_CONTINUOUS = 2,	/* samples: head and count (1.7) */
 };
 
 /* What an initiator needs to write into a ring (see rdmaxfer_ring(3)). */
 struct rdmaxfer_ring_info {
 	uint32_t version;
 	uint32_t flavour;		/* enum rdmaxfer_ring_flavour */
-	uint32_t n_slots;
-	uint32_t reserved;
-	uint64_t slot_size;
+	uint32_t n_slots;		/* continuous: samples per channel */
+	uint16_t channels;		/* continuous: planes; else 0 (1.7) */
+	uint16_t flags;			/* RDMAXFER_RING_OVERRUN (1.7) */
+	uint64_t slot_size;		/* continuous: bytes per sample */
 	uint64_t agent_id;		/* the target agent */
 	char device[RDMAXFER_DEVNAME_MAX];
 	char host[48];			/* its rdma_cm listen address */
@@ -997,7 +998,7 @@ struct rdmaxfer_ring_info {
 struct rdmaxfer_grain {
 	uint64_t index;			/* grain index (64-bit, reconstructed) */
 	uint32_t slot;			/* index % n_slots */
-	uint32_t reserved;
+	uint32_t lost;			/* overrun record: grains lost (1.7) */
 	void *data;			/* the slot, slot_size bytes */
 	uint64_t slot_size;
 };
@@ -1011,7 +1012,9 @@ struct rdmaxfer_grain {
  * reads them in place and releases them.  Credits: a put that would
  * overwrite an unreleased slot blocks (bounded) or returns -EAGAIN, never
  * laps.  The target's agent must listen; its notifications belong to the
- * ring.  flags must be 0.
+ * ring.  flags 0, or RDMAXFER_RING_OVERRUN (1.7): a put never waits for
+ * the target; a grain whose slot is not released is dropped (-ENOBUFS)
+ * and the target's wait reports the loss (-EOVERFLOW, grain->lost).
  */
 int rdmaxfer_ring_create(struct rdmaxfer_agent *agent, uint32_t n_slots,
 			 size_t slot_size, uint32_t flags,
@@ -1053,6 +1056,51 @@ int rdmaxfer_ring_flush(struct rdmaxfer_ring_writer *w, int timeout_ms);
 struct rdmaxfer_peer *
 rdmaxfer_ring_writer_peer(struct rdmaxfer_ring_writer *w);
 int rdmaxfer_ring_detach(struct rdmaxfer_ring_writer *w);
+
+/* -------------------------- grain ring: samples and overrun mode, 1.7 */
+
+#define RDMAXFER_RING_VERSION_EXT	2	/* target info with channels
+						 * or flags */
+#define RDMAXFER_RING_OVERRUN	(1U << 0)	/* create flag: no credits */
+#define RDMAXFER_RING_MAX_CHANNELS	64
+#define RDMAXFER_RING_MAX_COUNT	65535	/* samples per write (16 bits) */
+
+/*
+ * A sample write delivered to the target: samples [head - count, head) of
+ * every channel, read in place until released.  Channel c's samples are
+ * frag[0] + c * stride (frag_len[0] bytes), then, when the range crossed
+ * the ring's end, frag[1] + c * stride (frag_len[1] bytes, else 0).
+ */
+struct rdmaxfer_samples {
+	uint64_t head;			/* one past the last sample */
+	uint32_t count;
+	uint32_t channels;
+	uint64_t stride;		/* bytes from one plane to the next */
+	void *frag[2];
+	uint64_t frag_len[2];
+};
+
+/*
+ * The continuous flavour (rdmaxfer_ring(3)): channels planes of length
+ * samples of sample_size bytes.  A write of count samples ending at head
+ * is one WRITE per channel, two where it crosses the ring's end, the
+ * immediate (head's low 16 bits, count) on the last; writes follow on
+ * (head = previous head + count) from 0.  Credits count samples.  flags 0.
+ */
+int rdmaxfer_ring_create_samples(struct rdmaxfer_agent *agent,
+				 uint32_t channels, uint32_t length,
+				 uint32_t sample_size, uint32_t flags,
+				 struct rdmaxfer_ring **ringp);
+/* Next write: timeout_ms as rdmaxfer_ring_wait(); release with
+ * rdmaxfer_ring_release(ring, head) (every sample below head). */
+int rdmaxfer_ring_wait_samples(struct rdmaxfer_ring *ring, int timeout_ms,
+			       struct rdmaxfer_samples *s);
+/* chans[c]: count * sample_size bytes of channel c (n == channels). */
+int rdmaxfer_ring_put_samples(struct rdmaxfer_ring_writer *w, uint64_t head,
+			      uint32_t count, const struct rdmaxfer_iov *chans,
+			      size_t n, unsigned int flags, int timeout_ms);
+/* RDMAXFER_RING_OVERRUN rings: grains lost to a slow target so far. */
+int rdmaxfer_ring_lost(struct rdmaxfer_ring *ring, uint64_t *lost);
 
 #ifdef __cplusplus
 }

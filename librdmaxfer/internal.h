@@ -476,8 +476,16 @@ int rx_copy_from_user(void *dst, const void *src, size_t len);
 size_t rx_md_size(size_t ndescs);
 int rx_md_encode(const struct rdmaxfer_md *md, void *buf, size_t cap,
 		 size_t *lenp);
+/* xfer.c, for ring.c */
+int rx_req_set_imm(struct rdmaxfer_req *req, uint32_t value);
+
 /* ring_info.c */
 int rx_ring_info_check(const struct rdmaxfer_ring_info *info);
+void rx_ring_span(uint64_t head, uint32_t count, uint32_t n,
+		  uint32_t *start, uint32_t *first);
+uint32_t rx_ring_samples_imm(uint64_t head, uint32_t count);
+int rx_ring_samples_head(uint32_t imm, uint64_t next, uint32_t n,
+			 uint64_t *head, uint32_t *count);
 
 /*
  * hello.c (no verbs): the rdma_cm private data of a connect (hello) and of

@@ -17,6 +17,19 @@
  * initiator about to write grain i >= released + N reads the word again
  * and either waits for it (bounded) or returns -EAGAIN.  The target never
  * sees a slot overwritten under it, and no message is spent per release.
+ *
+ * The overrun mode (RDMAXFER_RING_OVERRUN) keeps the word but never waits
+ * for it: a grain whose slot still holds an unreleased grain is dropped
+ * at the initiator after one READ of the word, never written over the
+ * slot (the target may be reading it in place), and the target learns of
+ * the loss from the gap in the indices: an explicit -EOVERFLOW with the
+ * exact count.  Grains never written count as released.
+ *
+ * The continuous flavour (MXL's samples) is the same ring with a sample
+ * as the slot: channels planes of n samples; a write of count samples
+ * ending at head is one WRITE per plane, two where it crosses the end,
+ * the immediate (head's low 16 bits, count) on the last, and the credit
+ * word counts samples released.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -29,12 +42,16 @@
 
 #define CREDIT_LEN		8
 #define DETACH_WAIT_MS		10000
+#define SAMPLE_REQS		16	/* sample writes in flight */
+#define NO_GRAIN		UINT64_MAX
 
 struct rdmaxfer_ring {
 	struct rdmaxfer_agent *agent;
 	pthread_mutex_t lock;
-	uint32_t n_slots;
-	size_t slot_size;
+	uint32_t n_slots;		/* continuous: samples per channel */
+	uint32_t channels;		/* continuous: planes; discrete: 0 */
+	uint32_t flags;			/* RDMAXFER_RING_OVERRUN */
+	size_t slot_size;		/* continuous: bytes per sample */
 	size_t len;
 	uint8_t *slots;
 	uint64_t *credit;		/* grains released in order */
@@ -42,8 +59,20 @@ struct rdmaxfer_ring {
 	uint64_t next;			/* index of the next grain to arrive */
 	uint64_t released;		/* every grain below it is released */
 	uint8_t *done;			/* per slot: released out of order */
+	uint64_t *held;			/* per slot: the grain delivered */
+	uint64_t lost;			/* grains that never came */
+	uint32_t pending;		/* immediate behind an overrun record */
+	bool has_pending;
 	rdmaxfer_ring_fn fn;
 	void *user;
+};
+
+/* The local buffers a slot's prepared write reads (1 or 2 are kept, so
+ * that a put from the same buffers only re-posts it). */
+struct ring_iov {
+	void *addr[2];
+	size_t len[2];
+	size_t n;
 };
 
 struct rdmaxfer_ring_writer {
@@ -55,6 +84,11 @@ struct rdmaxfer_ring_writer {
 	bool credit_posted;
 	uint64_t next;			/* index of the next grain to put */
 	uint64_t limit;			/* grains below it may be put */
+	uint64_t released;		/* the credit word as last read */
+	uint64_t *written;		/* overrun: per slot, the last grain */
+	struct ring_iov *req_iov;	/* per slot: what reqs[] was made for */
+	uint32_t nreqs;			/* reqs[]: n_slots, or SAMPLE_REQS */
+	uint64_t nput;			/* sample writes so far */
 };
 
 /* Milliseconds left before deadline (rx_deadline(); INT64_MAX: none, -1
@@ -71,28 +105,30 @@ static int left_ms(int64_t deadline)
 
 /* ---------------------------------------------------------------- target */
 
-RX_EXPORT
-int rdmaxfer_ring_create(struct rdmaxfer_agent *agent, uint32_t n_slots,
-			 size_t slot_size, uint32_t flags,
-			 struct rdmaxfer_ring **ringp)
+/* The ring of either flavour: planes * n * slot_size bytes. */
+static int ring_alloc(struct rdmaxfer_agent *agent, uint32_t n,
+		      size_t slot_size, uint32_t channels, uint32_t flags,
+		      struct rdmaxfer_ring **ringp)
 {
+	size_t planes = channels ? channels : 1;
 	struct rdmaxfer_ring *ring;
+	uint32_t i;
 	int ret;
 
-	if (!agent || !ringp || flags || !n_slots ||
-	    n_slots > RDMAXFER_RING_MAX_SLOTS || !slot_size)
-		return -EINVAL;
-	if (slot_size > SIZE_MAX / n_slots)
+	if (slot_size > SIZE_MAX / n / planes)
 		return -ERANGE;
 	ring = calloc(1, sizeof(*ring));
 	if (!ring)
 		return -ENOMEM;
 	ring->agent = agent;
-	ring->n_slots = n_slots;
+	ring->n_slots = n;
+	ring->channels = channels;
+	ring->flags = flags;
 	ring->slot_size = slot_size;
-	ring->len = slot_size * n_slots;
+	ring->len = slot_size * n * planes;
 	pthread_mutex_init(&ring->lock, NULL);
-	ring->done = calloc(n_slots, 1);
+	ring->done = calloc(n, 1);
+	ring->held = calloc(n, sizeof(*ring->held));
 	ring->credit = aligned_alloc(64, 64);
 	ring->slots = mmap(NULL, ring->len, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -101,10 +137,12 @@ int rdmaxfer_ring_create(struct rdmaxfer_agent *agent, uint32_t n_slots,
 		ret = -ENOMEM;
 		goto err;
 	}
-	if (!ring->done || !ring->credit) {
+	if (!ring->done || !ring->held || !ring->credit) {
 		ret = -ENOMEM;
 		goto err;
 	}
+	for (i = 0; i < n; i++)
+		ring->held[i] = NO_GRAIN;
 	*ring->credit = 0;
 	ret = rdmaxfer_mem_register_access(agent, ring->slots, ring->len,
 					   RDMAXFER_MEM_HOST,
@@ -126,6 +164,34 @@ err:
 }
 
 RX_EXPORT
+int rdmaxfer_ring_create(struct rdmaxfer_agent *agent, uint32_t n_slots,
+			 size_t slot_size, uint32_t flags,
+			 struct rdmaxfer_ring **ringp)
+{
+	if (!agent || !ringp || (flags & ~RDMAXFER_RING_OVERRUN) ||
+	    !n_slots || n_slots > RDMAXFER_RING_MAX_SLOTS || !slot_size)
+		return -EINVAL;
+	return ring_alloc(agent, n_slots, slot_size, 0, flags, ringp);
+}
+
+RX_EXPORT
+int rdmaxfer_ring_create_samples(struct rdmaxfer_agent *agent,
+				 uint32_t channels, uint32_t length,
+				 uint32_t sample_size, uint32_t flags,
+				 struct rdmaxfer_ring **ringp)
+{
+	if (!agent || !ringp || !channels ||
+	    channels > RDMAXFER_RING_MAX_CHANNELS || !length ||
+	    length > RDMAXFER_RING_MAX_SLOTS || !sample_size)
+		return -EINVAL;
+	/* a writer that never waits would have to skip samples, which the
+	 * 16 bits of head in the immediate cannot tell apart from a fault */
+	if (flags)
+		return flags & RDMAXFER_RING_OVERRUN ? -EOPNOTSUPP : -EINVAL;
+	return ring_alloc(agent, length, sample_size, channels, 0, ringp);
+}
+
+RX_EXPORT
 int rdmaxfer_ring_destroy(struct rdmaxfer_ring *ring)
 {
 	if (!ring)
@@ -140,6 +206,7 @@ int rdmaxfer_ring_destroy(struct rdmaxfer_ring *ring)
 		munmap(ring->slots, ring->len);
 	free(ring->credit);
 	free(ring->done);
+	free(ring->held);
 	pthread_mutex_destroy(&ring->lock);
 	free(ring);
 	return 0;
@@ -175,8 +242,12 @@ int rdmaxfer_ring_get_info(struct rdmaxfer_ring *ring,
 		return -EDESTADDRREQ;
 	}
 	memset(&out, 0, sizeof(out));
-	out.version = RDMAXFER_RING_VERSION;
-	out.flavour = RDMAXFER_RING_DISCRETE;
+	out.version = ring->channels || ring->flags ?
+		      RDMAXFER_RING_VERSION_EXT : RDMAXFER_RING_VERSION;
+	out.flavour = ring->channels ? RDMAXFER_RING_CONTINUOUS :
+				       RDMAXFER_RING_DISCRETE;
+	out.channels = (uint16_t)ring->channels;
+	out.flags = (uint16_t)ring->flags;
 	out.n_slots = ring->n_slots;
 	out.slot_size = ring->slot_size;
 	out.agent_id = md->agent_id;
@@ -192,34 +263,86 @@ int rdmaxfer_ring_get_info(struct rdmaxfer_ring *ring,
 	return ret;
 }
 
-/* A grain's immediate (the index's low 32 bits) to its 64-bit index,
- * under ring->lock. */
-static void ring_deliver(struct rdmaxfer_ring *ring, uint32_t imm,
-			 struct rdmaxfer_grain *g)
+/* Under ring->lock: move the credit word past every grain released or
+ * never delivered (lost to overrun), stopping at the first held one. */
+static void ring_advance(struct rdmaxfer_ring *ring)
+{
+	while (ring->released < ring->next) {
+		uint32_t s = (uint32_t)(ring->released % ring->n_slots);
+
+		if (ring->held[s] == ring->released) {
+			if (!ring->done[s])
+				break;
+			ring->done[s] = 0;
+			ring->held[s] = NO_GRAIN;
+		}
+		ring->released++;
+	}
+	/* the initiator READs the word: store it whole, after the reads of
+	 * the released slots */
+	__atomic_store_n(ring->credit, ring->released, __ATOMIC_RELEASE);
+}
+
+/*
+ * A grain's immediate (the index's low 32 bits) to its 64-bit index,
+ * under ring->lock: 0 and the grain; -EOVERFLOW and an overrun record
+ * (the first lost index, g->lost, no data) when grains before it never
+ * came, the grain itself kept for the next call; -EPROTO for an index
+ * already seen.
+ */
+static int ring_take(struct rdmaxfer_ring *ring, uint32_t imm,
+		     struct rdmaxfer_grain *g)
 {
 	uint64_t index = ring->next + (uint64_t)(int64_t)(int32_t)
 			 (imm - (uint32_t)ring->next);
+	uint32_t slot = (uint32_t)(index % ring->n_slots);
 
-	if (index >= ring->next)
-		ring->next = index + 1;
 	memset(g, 0, sizeof(*g));
+	if (index < ring->next)
+		return -EPROTO;
+	if (index > ring->next) {
+		uint64_t gap = index - ring->next;
+
+		g->index = ring->next;
+		g->slot = (uint32_t)(ring->next % ring->n_slots);
+		g->lost = gap > UINT32_MAX ? UINT32_MAX : (uint32_t)gap;
+		ring->lost += gap;
+		ring->next = index;
+		ring->pending = imm;
+		ring->has_pending = true;
+		ring_advance(ring);
+		return -EOVERFLOW;
+	}
+	ring->next = index + 1;
+	ring->held[slot] = index;
 	g->index = index;
-	g->slot = (uint32_t)(index % ring->n_slots);
-	g->data = ring->slots + (size_t)g->slot * ring->slot_size;
+	g->slot = slot;
+	g->data = ring->slots + (size_t)slot * ring->slot_size;
 	g->slot_size = ring->slot_size;
+	return 0;
 }
 
 static void ring_cb(void *user, const struct rdmaxfer_notif *n)
 {
 	struct rdmaxfer_ring *ring = user;
 	struct rdmaxfer_grain g;
+	int ret;
 
 	if (n->type != RDMAXFER_NOTIF_IMM)
 		return;
 	pthread_mutex_lock(&ring->lock);
-	ring_deliver(ring, n->value, &g);
+	ret = ring_take(ring, n->value, &g);
 	pthread_mutex_unlock(&ring->lock);
-	ring->fn(ring->user, &g);
+	if (ret == -EOVERFLOW) {
+		/* the record (data NULL), then the grain after the gap */
+		ring->fn(ring->user, &g);
+		pthread_mutex_lock(&ring->lock);
+		ring->has_pending = false;
+		ret = ring_take(ring, ring->pending, &g);
+		pthread_mutex_unlock(&ring->lock);
+	}
+	if (!ret)
+		ring->fn(ring->user, &g);
 }
 
 RX_EXPORT
@@ -230,6 +353,8 @@ int rdmaxfer_ring_set_cb(struct rdmaxfer_ring *ring, rdmaxfer_ring_fn fn,
 
 	if (!ring)
 		return -EINVAL;
+	if (ring->channels)
+		return -EOPNOTSUPP;
 	ring->fn = fn;
 	ring->user = user;
 	ret = rdmaxfer_set_notif_cb(ring->agent, fn ? ring_cb : NULL,
@@ -239,16 +364,15 @@ int rdmaxfer_ring_set_cb(struct rdmaxfer_ring *ring, rdmaxfer_ring_fn fn,
 	return ret;
 }
 
-RX_EXPORT
-int rdmaxfer_ring_wait(struct rdmaxfer_ring *ring, int timeout_ms,
-		       struct rdmaxfer_grain *grain)
+/* The next immediate for the ring: 0, -EAGAIN (timeout_ms 0),
+ * -ETIMEDOUT. */
+static int ring_next_imm(struct rdmaxfer_ring *ring, int timeout_ms,
+			 uint32_t *imm)
 {
 	struct rdmaxfer_notif *n;
 	int64_t deadline = rx_deadline(timeout_ms);
 	int ret;
 
-	if (!ring || !grain || ring->fn)
-		return -EINVAL;
 	n = malloc(sizeof(*n));
 	if (!n)
 		return -ENOMEM;
@@ -265,14 +389,74 @@ int rdmaxfer_ring_wait(struct rdmaxfer_ring *ring, int timeout_ms,
 		/* other notifications of the agent are not grains */
 		if (n->type != RDMAXFER_NOTIF_IMM)
 			continue;
-		pthread_mutex_lock(&ring->lock);
-		ring_deliver(ring, n->value, grain);
-		pthread_mutex_unlock(&ring->lock);
+		*imm = n->value;
 		ret = 0;
 		break;
 	}
 	free(n);
 	return ret;
+}
+
+RX_EXPORT
+int rdmaxfer_ring_wait(struct rdmaxfer_ring *ring, int timeout_ms,
+		       struct rdmaxfer_grain *grain)
+{
+	uint32_t imm;
+	int ret;
+
+	if (!ring || !grain || ring->fn || ring->channels)
+		return -EINVAL;
+	pthread_mutex_lock(&ring->lock);
+	if (ring->has_pending) {
+		ring->has_pending = false;
+		ret = ring_take(ring, ring->pending, grain);
+		pthread_mutex_unlock(&ring->lock);
+		return ret;
+	}
+	pthread_mutex_unlock(&ring->lock);
+	ret = ring_next_imm(ring, timeout_ms, &imm);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&ring->lock);
+	ret = ring_take(ring, imm, grain);
+	pthread_mutex_unlock(&ring->lock);
+	return ret;
+}
+
+RX_EXPORT
+int rdmaxfer_ring_wait_samples(struct rdmaxfer_ring *ring, int timeout_ms,
+			       struct rdmaxfer_samples *s)
+{
+	uint32_t imm, count, start, first;
+	uint64_t head;
+	int ret;
+
+	if (!ring || !s || !ring->channels)
+		return -EINVAL;
+	ret = ring_next_imm(ring, timeout_ms, &imm);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&ring->lock);
+	ret = rx_ring_samples_head(imm, ring->next, ring->n_slots, &head,
+				   &count);
+	if (!ret)
+		ring->next = head;
+	pthread_mutex_unlock(&ring->lock);
+	if (ret)
+		return ret;
+	rx_ring_span(head, count, ring->n_slots, &start, &first);
+	memset(s, 0, sizeof(*s));
+	s->head = head;
+	s->count = count;
+	s->channels = ring->channels;
+	s->stride = (uint64_t)ring->n_slots * ring->slot_size;
+	s->frag[0] = ring->slots + (size_t)start * ring->slot_size;
+	s->frag_len[0] = (uint64_t)first * ring->slot_size;
+	if (count > first) {
+		s->frag[1] = ring->slots;
+		s->frag_len[1] = (uint64_t)(count - first) * ring->slot_size;
+	}
+	return 0;
 }
 
 RX_EXPORT
@@ -284,24 +468,39 @@ int rdmaxfer_ring_release(struct rdmaxfer_ring *ring, uint64_t index)
 	if (!ring)
 		return -EINVAL;
 	pthread_mutex_lock(&ring->lock);
+	if (ring->channels) {
+		/* samples: every one below head (index) */
+		if (index <= ring->released || index > ring->next) {
+			ret = -EINVAL;
+			goto out;
+		}
+		ring->released = index;
+		__atomic_store_n(ring->credit, ring->released,
+				 __ATOMIC_RELEASE);
+		goto out;
+	}
 	slot = (uint32_t)(index % ring->n_slots);
 	if (index < ring->released || index >= ring->next ||
-	    ring->done[slot]) {
+	    ring->held[slot] != index || ring->done[slot]) {
 		ret = -EINVAL;
 		goto out;
 	}
 	ring->done[slot] = 1;
-	while (ring->released < ring->next &&
-	       ring->done[ring->released % ring->n_slots]) {
-		ring->done[ring->released % ring->n_slots] = 0;
-		ring->released++;
-	}
-	/* the initiator READs the word: store it whole, after the reads of
-	 * the released slots */
-	__atomic_store_n(ring->credit, ring->released, __ATOMIC_RELEASE);
+	ring_advance(ring);
 out:
 	pthread_mutex_unlock(&ring->lock);
 	return ret;
+}
+
+RX_EXPORT
+int rdmaxfer_ring_lost(struct rdmaxfer_ring *ring, uint64_t *lost)
+{
+	if (!ring || !lost)
+		return -EINVAL;
+	pthread_mutex_lock(&ring->lock);
+	*lost = ring->lost;
+	pthread_mutex_unlock(&ring->lock);
+	return 0;
 }
 
 /* ------------------------------------------------------------- initiator */
@@ -314,6 +513,7 @@ int rdmaxfer_ring_attach(struct rdmaxfer_agent *agent,
 	struct rdmaxfer_ring_writer *w;
 	struct rdmaxfer_desc exports[2];
 	struct rdmaxfer_iov iov;
+	uint32_t i;
 	int ret;
 
 	if (!agent || !wp)
@@ -325,12 +525,22 @@ int rdmaxfer_ring_attach(struct rdmaxfer_agent *agent,
 	if (!w)
 		return -ENOMEM;
 	w->info = *info;
-	w->reqs = calloc(info->n_slots, sizeof(*w->reqs));
+	w->nreqs = info->n_slots;
+	if (info->flavour == RDMAXFER_RING_CONTINUOUS &&
+	    w->nreqs > SAMPLE_REQS)
+		w->nreqs = SAMPLE_REQS;
+	w->reqs = calloc(w->nreqs, sizeof(*w->reqs));
+	w->req_iov = calloc(w->nreqs, sizeof(*w->req_iov));
 	w->credit_buf = aligned_alloc(64, 64);
-	if (!w->reqs || !w->credit_buf) {
+	if (info->flags & RDMAXFER_RING_OVERRUN)
+		w->written = malloc(info->n_slots * sizeof(*w->written));
+	if (!w->reqs || !w->req_iov || !w->credit_buf ||
+	    (info->flags & RDMAXFER_RING_OVERRUN && !w->written)) {
 		ret = -ENOMEM;
 		goto err;
 	}
+	for (i = 0; w->written && i < info->n_slots; i++)
+		w->written[i] = NO_GRAIN;
 	ret = rdmaxfer_connect(agent, info->host, info->port, timeout_ms,
 			       &w->peer);
 	if (ret)
@@ -362,6 +572,7 @@ int rdmaxfer_ring_attach(struct rdmaxfer_agent *agent,
 	if (ret)
 		goto err;
 	w->next = *w->credit_buf;
+	w->released = w->next;
 	w->limit = w->next + info->n_slots;
 	*wp = w;
 	return 0;
@@ -411,6 +622,7 @@ static int refresh_credit(struct rdmaxfer_ring_writer *w, int timeout_ms)
 	/* the target cannot have released what was never written */
 	if (released > w->next)
 		return -EPROTO;
+	w->released = released;
 	if (released + w->info.n_slots <= w->limit)
 		return -EAGAIN;
 	w->limit = released + w->info.n_slots;
@@ -442,57 +654,101 @@ static int wait_credit(struct rdmaxfer_ring_writer *w, uint64_t index,
 	return 0;
 }
 
-RX_EXPORT
-int rdmaxfer_ring_put(struct rdmaxfer_ring_writer *w, uint64_t index,
-		      const struct rdmaxfer_iov *iov, size_t n,
-		      unsigned int flags, int timeout_ms)
+/*
+ * Overrun mode: may grain index go into slot, whose last grain the target
+ * must have released?  0; or, after one READ of the credit word (bounded
+ * by the put's timeout) found it still held, -ENOBUFS: the grain is
+ * dropped, never written over a slot the target may be reading.
+ */
+static int overrun_credit(struct rdmaxfer_ring_writer *w, uint64_t index,
+			  uint32_t slot, int timeout_ms, int64_t deadline)
 {
-	struct rdmaxfer_desc remote[RDMAXFER_RING_MAX_IOV];
-	struct rdmaxfer_xfer_notif notif = { .value = (uint32_t)index };
-	int64_t deadline = rx_deadline(timeout_ms);
-	struct rdmaxfer_req *req;
-	uint64_t off, total = 0;
-	uint32_t slot;
-	size_t i;
 	int ret;
 
-	if (!w || !iov || !n || n > RDMAXFER_RING_MAX_IOV ||
-	    (flags & ~(unsigned int)RDMAXFER_POST_MORE))
-		return -EINVAL;
-	/* grains go in order: the credit count is of grains released in
-	 * order, and the target rebuilds indices from 32 bits */
-	if (index != w->next)
-		return -EINVAL;
-	for (i = 0; i < n; i++) {
-		if (!iov[i].len || iov[i].len > w->info.slot_size - total)
-			return -EMSGSIZE;
-		total += iov[i].len;
-	}
-	ret = wait_credit(w, index, timeout_ms, deadline);
-	if (ret)
+	if (w->written[slot] == NO_GRAIN || w->written[slot] < w->released)
+		return 0;
+	ret = refresh_credit(w, timeout_ms == 0 ? 0 : left_ms(deadline));
+	if (ret && ret != -EAGAIN)
 		return ret;
-	slot = (uint32_t)(index % w->info.n_slots);
-	if (w->reqs[slot]) {
-		if (timeout_ms == 0)
-			ret = rdmaxfer_req_test(w->reqs[slot]);
-		else
-			ret = rdmaxfer_req_wait(w->reqs[slot],
-						left_ms(deadline));
-		if (ret == -EINPROGRESS)
-			return -EAGAIN;
-		if (ret)
-			return ret;
-		rdmaxfer_req_free(w->reqs[slot]);
-		w->reqs[slot] = NULL;
-	}
-	off = w->info.slots.addr + slot * w->info.slot_size;
-	for (i = 0; i < n; i++) {
-		remote[i] = w->info.slots;
-		remote[i].addr = off;
-		remote[i].len = iov[i].len;
-		off += iov[i].len;
-	}
-	ret = rdmaxfer_xfer_prepare(w->peer, RDMAXFER_OP_WRITE, iov, n,
+	if (w->written[slot] < w->released)
+		return 0;
+	/* the index is spent: the target sees the gap and counts it */
+	w->next = index + 1;
+	return -ENOBUFS;
+}
+
+/* The write that last used request slot i completed here (its local
+ * buffers are free): 0, -EAGAIN (timeout_ms 0), or its error. */
+static int req_slot_wait(struct rdmaxfer_ring_writer *w, uint32_t i,
+			 int timeout_ms, int64_t deadline)
+{
+	int ret;
+
+	if (!w->reqs[i])
+		return 0;
+	if (timeout_ms == 0)
+		ret = rdmaxfer_req_test(w->reqs[i]);
+	else
+		ret = rdmaxfer_req_wait(w->reqs[i], left_ms(deadline));
+	return ret == -EINPROGRESS ? -EAGAIN : ret;
+}
+
+/* req_slot_wait(), then the request freed. */
+static int req_slot_free(struct rdmaxfer_ring_writer *w, uint32_t i,
+			 int timeout_ms, int64_t deadline)
+{
+	int ret = req_slot_wait(w, i, timeout_ms, deadline);
+
+	if (ret || !w->reqs[i])
+		return ret;
+	rdmaxfer_req_free(w->reqs[i]);
+	w->reqs[i] = NULL;
+	return 0;
+}
+
+/* Is slot i's prepared write one of these very buffers? */
+static bool req_slot_same(const struct rdmaxfer_ring_writer *w, uint32_t i,
+			  const struct rdmaxfer_iov *iov, size_t n)
+{
+	const struct ring_iov *r = &w->req_iov[i];
+	size_t k;
+
+	if (!w->reqs[i] || r->n != n)
+		return false;
+	for (k = 0; k < n; k++)
+		if (r->addr[k] != iov[k].addr || r->len[k] != iov[k].len)
+			return false;
+	return true;
+}
+
+/*
+ * Read the credit word ahead: take a read that has finished, and post
+ * the next one once half the window is spent, so that a writer whose
+ * target keeps up rarely waits a READ round trip for credit.
+ */
+static void credit_ahead(struct rdmaxfer_ring_writer *w)
+{
+	if (w->credit_posted && refresh_credit(w, 0) == -EAGAIN &&
+	    w->credit_posted)
+		return;
+	if (w->credit_posted || w->limit - w->next > w->info.n_slots / 2)
+		return;
+	if (!rdmaxfer_req_post(w->credit_req))
+		w->credit_posted = true;
+}
+
+/* Prepare and post n local -> remote pieces with the immediate after
+ * them, kept in request slot i. */
+static int ring_write(struct rdmaxfer_ring_writer *w, uint32_t i,
+		      const struct rdmaxfer_iov *local,
+		      const struct rdmaxfer_desc *remote, size_t n,
+		      uint32_t imm, unsigned int flags)
+{
+	struct rdmaxfer_xfer_notif notif = { .value = imm };
+	struct rdmaxfer_req *req;
+	int ret;
+
+	ret = rdmaxfer_xfer_prepare(w->peer, RDMAXFER_OP_WRITE, local, n,
 				    remote, n, &notif, &req);
 	if (ret)
 		return ret;
@@ -501,8 +757,147 @@ int rdmaxfer_ring_put(struct rdmaxfer_ring_writer *w, uint64_t index,
 		rdmaxfer_req_free(req);
 		return writer_error(w, ret);
 	}
-	w->reqs[slot] = req;
-	w->next++;
+	w->reqs[i] = req;
+	return 0;
+}
+
+RX_EXPORT
+int rdmaxfer_ring_put(struct rdmaxfer_ring_writer *w, uint64_t index,
+		      const struct rdmaxfer_iov *iov, size_t n,
+		      unsigned int flags, int timeout_ms)
+{
+	struct rdmaxfer_desc remote[RDMAXFER_RING_MAX_IOV];
+	int64_t deadline = rx_deadline(timeout_ms);
+	uint64_t off, total = 0;
+	bool overrun;
+	uint32_t slot;
+	size_t i;
+	int ret;
+
+	if (!w || !iov || !n || n > RDMAXFER_RING_MAX_IOV ||
+	    (flags & ~(unsigned int)RDMAXFER_POST_MORE) ||
+	    w->info.flavour != RDMAXFER_RING_DISCRETE)
+		return -EINVAL;
+	overrun = w->info.flags & RDMAXFER_RING_OVERRUN;
+	/* grains go in order: the credit count is of grains released in
+	 * order, and the target rebuilds indices from 32 bits; an overrun
+	 * ring's writer may skip (the target counts the skipped as lost) */
+	if (overrun ? index < w->next || index - w->next > INT32_MAX :
+		      index != w->next)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		if (!iov[i].len || iov[i].len > w->info.slot_size - total)
+			return -EMSGSIZE;
+		total += iov[i].len;
+	}
+	slot = (uint32_t)(index % w->info.n_slots);
+	if (overrun)
+		ret = overrun_credit(w, index, slot, timeout_ms, deadline);
+	else
+		ret = wait_credit(w, index, timeout_ms, deadline);
+	if (ret)
+		return ret;
+	ret = req_slot_wait(w, slot, timeout_ms, deadline);
+	if (ret)
+		return ret;
+	if (req_slot_same(w, slot, iov, n)) {
+		/* the same buffers into the same slot: post it again */
+		ret = rx_req_set_imm(w->reqs[slot], (uint32_t)index);
+		if (!ret)
+			ret = rdmaxfer_req_post_flags(w->reqs[slot], flags);
+		if (ret)
+			return writer_error(w, ret);
+	} else {
+		ret = req_slot_free(w, slot, 0, 0);
+		if (ret)
+			return ret;
+		off = w->info.slots.addr + slot * w->info.slot_size;
+		for (i = 0; i < n; i++) {
+			remote[i] = w->info.slots;
+			remote[i].addr = off;
+			remote[i].len = iov[i].len;
+			off += iov[i].len;
+		}
+		ret = ring_write(w, slot, iov, remote, n, (uint32_t)index,
+				 flags);
+		if (ret)
+			return ret;
+		w->req_iov[slot].n = n <= 2 ? n : 0;
+		for (i = 0; i < n && i < 2; i++) {
+			w->req_iov[slot].addr[i] = iov[i].addr;
+			w->req_iov[slot].len[i] = iov[i].len;
+		}
+	}
+	if (overrun)
+		w->written[slot] = index;
+	w->next = index + 1;
+	if (!overrun)
+		credit_ahead(w);
+	return 0;
+}
+
+RX_EXPORT
+int rdmaxfer_ring_put_samples(struct rdmaxfer_ring_writer *w, uint64_t head,
+			      uint32_t count, const struct rdmaxfer_iov *chans,
+			      size_t n, unsigned int flags, int timeout_ms)
+{
+	struct rdmaxfer_desc remote[2 * RDMAXFER_RING_MAX_CHANNELS];
+	struct rdmaxfer_iov local[2 * RDMAXFER_RING_MAX_CHANNELS];
+	int64_t deadline = rx_deadline(timeout_ms);
+	uint64_t size, plane, len;
+	uint32_t start, first, i;
+	size_t c, k = 0;
+	int ret;
+
+	if (!w || !chans || (flags & ~(unsigned int)RDMAXFER_POST_MORE) ||
+	    w->info.flavour != RDMAXFER_RING_CONTINUOUS ||
+	    n != w->info.channels)
+		return -EINVAL;
+	if (!count || count > w->info.n_slots ||
+	    count > RDMAXFER_RING_MAX_COUNT)
+		return -EMSGSIZE;
+	/* writes follow on: the target rebuilds head from 16 bits */
+	if (head < count || head - count != w->next)
+		return -EINVAL;
+	size = w->info.slot_size;
+	for (c = 0; c < n; c++) {
+		if (!chans[c].addr)
+			return -EINVAL;
+		if (chans[c].len != count * size)
+			return -EMSGSIZE;
+	}
+	ret = wait_credit(w, head - 1, timeout_ms, deadline);
+	if (ret)
+		return ret;
+	i = (uint32_t)(w->nput % w->nreqs);
+	ret = req_slot_free(w, i, timeout_ms, deadline);
+	if (ret)
+		return ret;
+	rx_ring_span(head, count, w->info.n_slots, &start, &first);
+	plane = w->info.n_slots * size;
+	for (c = 0; c < n; c++) {
+		/* up to the ring's end, then the rest from its start */
+		len = first * size;
+		local[k].addr = chans[c].addr;
+		local[k].len = len;
+		remote[k] = w->info.slots;
+		remote[k].addr += c * plane + start * size;
+		remote[k++].len = len;
+		if (count == first)
+			continue;
+		local[k].addr = (uint8_t *)chans[c].addr + len;
+		local[k].len = chans[c].len - len;
+		remote[k] = w->info.slots;
+		remote[k].addr += c * plane;
+		remote[k++].len = chans[c].len - len;
+	}
+	ret = ring_write(w, i, local, remote, k,
+			 rx_ring_samples_imm(head, count), flags);
+	if (ret)
+		return ret;
+	w->nput++;
+	w->next = head;
+	credit_ahead(w);
 	return 0;
 }
 
@@ -515,7 +910,7 @@ int rdmaxfer_ring_flush(struct rdmaxfer_ring_writer *w, int timeout_ms)
 
 	if (!w)
 		return -EINVAL;
-	for (i = 0; i < w->info.n_slots; i++) {
+	for (i = 0; i < w->nreqs; i++) {
 		if (!w->reqs[i])
 			continue;
 		ret = rdmaxfer_req_wait(w->reqs[i],
@@ -544,7 +939,7 @@ int rdmaxfer_ring_detach(struct rdmaxfer_ring_writer *w)
 		rdmaxfer_ring_flush(w, DETACH_WAIT_MS);
 	if (w->credit_req && w->credit_posted)
 		rdmaxfer_req_wait(w->credit_req, DETACH_WAIT_MS);
-	for (i = 0; w->reqs && i < w->info.n_slots; i++) {
+	for (i = 0; w->reqs && i < w->nreqs; i++) {
 		if (w->reqs[i] && rdmaxfer_req_free(w->reqs[i]))
 			ret = -EBUSY;
 		else if (w->reqs[i])
@@ -560,6 +955,8 @@ int rdmaxfer_ring_detach(struct rdmaxfer_ring_writer *w)
 		rdmaxfer_peer_destroy(w->peer);
 	free(w->credit_buf);
 	free(w->reqs);
+	free(w->req_iov);
+	free(w->written);
 	free(w);
 	return 0;
 }

@@ -10,6 +10,10 @@
  *     8 total length u32  12 slot count u32
  *    16 slot size u64     24 agent metadata blob, exactly two
  *                            descriptors: the slots, the credit word
+ * Version 2 (1.7: a sample ring, or a ring with flags) has 8 more header
+ * bytes before the blob: 24 channels u16, 26 flags u16, 28 zero u32.
+ * A plain discrete ring is still written as version 1, which 1.4
+ * readers parse; they refuse version 2 with -EPROTO, as they should.
  * The text form is one flat JSON object on one line, for a file, a command
  * line or a control plane; 64-bit numbers travel as "0x..." strings so
  * that a JavaScript control plane does not round them.  Both parsers
@@ -26,6 +30,7 @@
 #include "internal.h"
 
 #define RING_HDR_LEN	24
+#define RING_HDR2_LEN	32
 #define CREDIT_LEN	8
 
 static void put_le(uint8_t *p, uint64_t v, int bytes)
@@ -49,19 +54,40 @@ static uint64_t get_le(const uint8_t *p, int bytes)
 /* The geometry and the fields every form must carry. */
 int rx_ring_info_check(const struct rdmaxfer_ring_info *info)
 {
+	uint64_t planes;
+
 	if (!info)
 		return -EINVAL;
-	if (info->version != RDMAXFER_RING_VERSION)
+	if (info->version != RDMAXFER_RING_VERSION &&
+	    info->version != RDMAXFER_RING_VERSION_EXT)
 		return -EPROTO;
-	if (info->flavour == RDMAXFER_RING_CONTINUOUS)
+	/* version 1 has no room for a sample ring's channels */
+	if (info->version == RDMAXFER_RING_VERSION &&
+	    info->flavour == RDMAXFER_RING_CONTINUOUS)
 		return -EOPNOTSUPP;
-	if (info->flavour != RDMAXFER_RING_DISCRETE || info->reserved)
+	if (info->version == RDMAXFER_RING_VERSION &&
+	    (info->channels || info->flags))
 		return -EINVAL;
+	if (info->flavour != RDMAXFER_RING_DISCRETE &&
+	    info->flavour != RDMAXFER_RING_CONTINUOUS)
+		return -EINVAL;
+	if (info->flags & ~(uint16_t)RDMAXFER_RING_OVERRUN)
+		return -EINVAL;
+	if (info->flavour == RDMAXFER_RING_DISCRETE && info->channels)
+		return -EINVAL;
+	if (info->flavour == RDMAXFER_RING_CONTINUOUS) {
+		if (!info->channels ||
+		    info->channels > RDMAXFER_RING_MAX_CHANNELS)
+			return -EINVAL;
+		if (info->flags & RDMAXFER_RING_OVERRUN)
+			return -EOPNOTSUPP;
+	}
 	if (!info->n_slots || info->n_slots > RDMAXFER_RING_MAX_SLOTS ||
 	    !info->slot_size)
 		return -EINVAL;
-	if (info->slot_size > UINT64_MAX / info->n_slots ||
-	    info->slot_size * info->n_slots > info->slots.len)
+	planes = info->channels ? info->channels : 1;
+	if (info->slot_size > UINT64_MAX / info->n_slots / planes ||
+	    info->slot_size * info->n_slots * planes > info->slots.len)
 		return -ERANGE;
 	if (info->slots.addr + info->slots.len < info->slots.addr ||
 	    info->credit.len < CREDIT_LEN ||
@@ -77,6 +103,45 @@ int rx_ring_info_check(const struct rdmaxfer_ring_info *info)
 	return 0;
 }
 
+/*
+ * Where the samples [head - count, head) of a ring of n samples per
+ * channel lie in each plane: from sample offset start, first samples to
+ * the plane's end, then the rest from the plane's start (MXL's slice
+ * arithmetic).  count must be 1..n.
+ */
+void rx_ring_span(uint64_t head, uint32_t count, uint32_t n,
+		  uint32_t *start, uint32_t *first)
+{
+	uint32_t s = (uint32_t)((head - count) % n);
+
+	*start = s;
+	*first = count <= n - s ? count : n - s;
+}
+
+/* A sample write's immediate: head's low 16 bits, count above. */
+uint32_t rx_ring_samples_imm(uint64_t head, uint32_t count)
+{
+	return (count << 16) | (uint32_t)(head & 0xffff);
+}
+
+/*
+ * The head of a sample write from its immediate, given next, the head
+ * of the previous write (writes are contiguous): next + count, whose low
+ * 16 bits the immediate must repeat.  0, or -EPROTO for a count of 0 or
+ * over the ring, or a head that does not follow on.
+ */
+int rx_ring_samples_head(uint32_t imm, uint64_t next, uint32_t n,
+			 uint64_t *head, uint32_t *count)
+{
+	uint32_t c = imm >> 16;
+
+	if (!c || c > n || ((next + c) & 0xffff) != (imm & 0xffff))
+		return -EPROTO;
+	*head = next + c;
+	*count = c;
+	return 0;
+}
+
 RX_EXPORT
 int rdmaxfer_ring_info_pack(const struct rdmaxfer_ring_info *info, void *buf,
 			    size_t cap, size_t *lenp)
@@ -84,7 +149,7 @@ int rdmaxfer_ring_info_pack(const struct rdmaxfer_ring_info *info, void *buf,
 	struct rdmaxfer_desc descs[2];
 	struct rdmaxfer_md md;
 	uint8_t *p = buf;
-	size_t mdlen, len;
+	size_t mdlen, len, hdr;
 	int ret;
 
 	if (!lenp)
@@ -103,19 +168,26 @@ int rdmaxfer_ring_info_pack(const struct rdmaxfer_ring_info *info, void *buf,
 	descs[1] = info->credit;
 	md.ndescs = 2;
 	md.descs = descs;
-	len = RING_HDR_LEN + rx_md_size(2);
+	hdr = info->version == RDMAXFER_RING_VERSION ? RING_HDR_LEN :
+						       RING_HDR2_LEN;
+	len = hdr + rx_md_size(2);
 	*lenp = len;
 	if (!buf || cap < len)
 		return -ENOSPC;
-	ret = rx_md_encode(&md, p + RING_HDR_LEN, cap - RING_HDR_LEN, &mdlen);
+	ret = rx_md_encode(&md, p + hdr, cap - hdr, &mdlen);
 	if (ret)
 		return ret;
 	put_le(p, RDMAXFER_RING_MAGIC, 4);
-	put_le(p + 4, RDMAXFER_RING_VERSION, 2);
+	put_le(p + 4, info->version, 2);
 	put_le(p + 6, info->flavour, 2);
 	put_le(p + 8, len, 4);
 	put_le(p + 12, info->n_slots, 4);
 	put_le(p + 16, info->slot_size, 8);
+	if (hdr == RING_HDR2_LEN) {
+		put_le(p + 24, info->channels, 2);
+		put_le(p + 26, info->flags, 2);
+		put_le(p + 28, 0, 4);
+	}
 	return 0;
 }
 
@@ -126,17 +198,24 @@ int rdmaxfer_ring_info_parse(const void *blob, size_t len,
 	const uint8_t *p = blob;
 	struct rdmaxfer_ring_info out;
 	struct rdmaxfer_md *md;
+	uint32_t version;
+	size_t hdr;
 	int ret;
 
 	if (!blob || !info || len < RING_HDR_LEN)
 		return -EINVAL;
 	if (get_le(p, 4) != RDMAXFER_RING_MAGIC)
 		return -EINVAL;
-	if (get_le(p + 4, 2) != RDMAXFER_RING_VERSION)
+	version = (uint32_t)get_le(p + 4, 2);
+	if (version != RDMAXFER_RING_VERSION &&
+	    version != RDMAXFER_RING_VERSION_EXT)
 		return -EPROTO;
-	if (get_le(p + 8, 4) != len)
+	hdr = version == RDMAXFER_RING_VERSION ? RING_HDR_LEN : RING_HDR2_LEN;
+	if (len < hdr || get_le(p + 8, 4) != len)
 		return -EINVAL;
-	ret = rdmaxfer_md_parse(p + RING_HDR_LEN, len - RING_HDR_LEN, &md);
+	if (hdr == RING_HDR2_LEN && get_le(p + 28, 4))
+		return -EINVAL;
+	ret = rdmaxfer_md_parse(p + hdr, len - hdr, &md);
 	if (ret)
 		return ret;
 	if (md->ndescs != 2 || !md->listening) {
@@ -144,10 +223,14 @@ int rdmaxfer_ring_info_parse(const void *blob, size_t len,
 		return -EINVAL;
 	}
 	memset(&out, 0, sizeof(out));
-	out.version = RDMAXFER_RING_VERSION;
+	out.version = version;
 	out.flavour = (uint32_t)get_le(p + 6, 2);
 	out.n_slots = (uint32_t)get_le(p + 12, 4);
 	out.slot_size = get_le(p + 16, 8);
+	if (hdr == RING_HDR2_LEN) {
+		out.channels = (uint16_t)get_le(p + 24, 2);
+		out.flags = (uint16_t)get_le(p + 26, 2);
+	}
 	out.agent_id = md->agent_id;
 	memcpy(out.device, md->device, sizeof(out.device));
 	memcpy(out.host, md->host, sizeof(out.host));
@@ -165,6 +248,7 @@ RX_EXPORT
 int rdmaxfer_ring_info_json(const struct rdmaxfer_ring_info *info, char *buf,
 			    size_t cap)
 {
+	char ext[48];
 	int ret, n;
 
 	ret = rx_ring_info_check(info);
@@ -173,15 +257,22 @@ int rdmaxfer_ring_info_json(const struct rdmaxfer_ring_info *info, char *buf,
 	/* host and device were checked for no quote or backslash below */
 	if (strpbrk(info->host, "\"\\") || strpbrk(info->device, "\"\\"))
 		return -EINVAL;
+	if (info->version == RDMAXFER_RING_VERSION_EXT)
+		snprintf(ext, sizeof(ext), "\"channels\":%u,\"flags\":%u,",
+			 info->channels, info->flags);
+	else
+		ext[0] = 0;
 	n = snprintf(buf, buf ? cap : 0,
-		     "{\"rdmaxfer_ring\":%u,\"flavour\":\"discrete\","
+		     "{\"rdmaxfer_ring\":%u,\"flavour\":\"%s\",%s"
 		     "\"n_slots\":%u,\"slot_size\":%" PRIu64 ","
 		     "\"agent_id\":\"0x%" PRIx64 "\",\"device\":\"%s\","
 		     "\"host\":\"%s\",\"port\":%u,"
 		     "\"addr\":\"0x%" PRIx64 "\",\"len\":%" PRIu64 ","
 		     "\"rkey\":%u,\"credit_addr\":\"0x%" PRIx64 "\","
 		     "\"credit_len\":%" PRIu64 ",\"credit_rkey\":%u}",
-		     info->version, info->n_slots, info->slot_size,
+		     info->version,
+		     info->flavour == RDMAXFER_RING_CONTINUOUS ? "continuous" :
+		     "discrete", ext, info->n_slots, info->slot_size,
 		     info->agent_id, info->device, info->host, info->port,
 		     info->slots.addr, info->slots.len, info->slots.rkey,
 		     info->credit.addr, info->credit.len, info->credit.rkey);
@@ -204,7 +295,9 @@ struct jkey {
 
 enum {
 	K_VERSION, K_FLAVOUR, K_NSLOTS, K_SLOTSZ, K_AGENT, K_DEVICE, K_HOST,
-	K_PORT, K_ADDR, K_LEN, K_RKEY, K_CADDR, K_CLEN, K_CRKEY, K_COUNT
+	K_PORT, K_ADDR, K_LEN, K_RKEY, K_CADDR, K_CLEN, K_CRKEY,
+	K_CHANNELS, K_FLAGS,		/* version 2 only */
+	K_COUNT
 };
 
 static const struct jkey jkeys[K_COUNT] = {
@@ -222,6 +315,8 @@ static const struct jkey jkeys[K_COUNT] = {
 	[K_CADDR] = { "credit_addr", J_STR, 0 },
 	[K_CLEN] = { "credit_len", J_NUM, UINT64_MAX },
 	[K_CRKEY] = { "credit_rkey", J_NUM, UINT32_MAX },
+	[K_CHANNELS] = { "channels", J_NUM, UINT16_MAX },
+	[K_FLAGS] = { "flags", J_NUM, UINT16_MAX },
 };
 
 static const char *skip_ws(const char *s)
@@ -350,17 +445,24 @@ int rdmaxfer_ring_info_parse_json(const char *text,
 	if (!jv)
 		return -ENOMEM;
 	ret = jparse(text, jv);
-	for (k = 0; !ret && k < K_COUNT; k++)
-		if (!jv->seen[k])
-			ret = -EINVAL;
 	if (ret)
 		goto out;
 	memset(&out, 0, sizeof(out));
 	out.version = (uint32_t)jv->num[K_VERSION];
-	if (out.version != RDMAXFER_RING_VERSION) {
+	if (jv->seen[K_VERSION] && out.version != RDMAXFER_RING_VERSION &&
+	    out.version != RDMAXFER_RING_VERSION_EXT) {
 		ret = -EPROTO;
 		goto out;
 	}
+	/* every key of the version, and no other */
+	for (k = 0; k < K_COUNT; k++)
+		if (jv->seen[k] != (k < K_CHANNELS || out.version ==
+				    RDMAXFER_RING_VERSION_EXT))
+			ret = -EINVAL;
+	if (ret)
+		goto out;
+	out.channels = (uint16_t)jv->num[K_CHANNELS];
+	out.flags = (uint16_t)jv->num[K_FLAGS];
 	if (!strcmp(jv->str[K_FLAVOUR], "discrete"))
 		out.flavour = RDMAXFER_RING_DISCRETE;
 	else if (!strcmp(jv->str[K_FLAVOUR], "continuous"))

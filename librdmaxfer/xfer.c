@@ -574,7 +574,7 @@ int rdmaxfer_xfer_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
 	uint64_t total = 0, piece, maxp;
 	unsigned int nqps, q, fixed_qp = 0, rr = 0;
 	struct rdmaxfer_req *req;
-	bool striped, chained;
+	bool striped, chained, merged;
 	uint32_t nwr = 0;
 	size_t i;
 	int ret;
@@ -616,6 +616,10 @@ int rdmaxfer_xfer_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
 		pthread_mutex_unlock(&agent->lock);
 	}
 	chained = notif && !striped;
+	/* a WRITE on one QP: its last piece carries the immediate (one
+	 * packet and one WR less per notified transfer than a zero-length
+	 * WRITE with immediate after it) */
+	merged = chained && op == RDMAXFER_OP_WRITE;
 
 	/* pass 1: count WRs per QP */
 	for (i = 0; i < nlocal; i++) {
@@ -630,7 +634,7 @@ int rdmaxfer_xfer_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
 			rr = (rr + 1) % nqps;
 		}
 	}
-	if (chained)
+	if (chained && !merged)
 		count[fixed_qp]++;
 	for (q = 0; q < nqps; q++) {
 		off[q] = nwr;
@@ -677,7 +681,12 @@ int rdmaxfer_xfer_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
 			done += len;
 		}
 	}
-	if (notif) {
+	if (merged) {
+		struct ibv_send_wr *wr = &req->wrs[fill[fixed_qp] - 1];
+
+		wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		wr->imm_data = htonl(notif->value);
+	} else if (notif) {
 		struct ibv_send_wr *wr;
 		int flags = op == RDMAXFER_OP_READ ? IBV_SEND_FENCE : 0;
 
@@ -930,6 +939,31 @@ int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 	}
 	pthread_mutex_unlock(&agent->lock);
 	return 0;
+}
+
+/* ring.c: a prepared write's immediate, changed before it is posted
+ * again (never while it is in flight). */
+int rx_req_set_imm(struct rdmaxfer_req *req, uint32_t value)
+{
+	struct rdmaxfer_agent *agent = req->peer->agent;
+	int ret = -EINVAL;
+	uint32_t i;
+
+	pthread_mutex_lock(&agent->lock);
+	if (req->state == RX_REQ_ACTIVE) {
+		ret = -EBUSY;
+	} else if (req->notif_deferred) {
+		req->notif_wr.imm_data = htonl(value);
+		ret = 0;
+	} else {
+		for (i = 0; i < req->nwr && ret; i++)
+			if (req->wrs[i].opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
+				req->wrs[i].imm_data = htonl(value);
+				ret = 0;
+			}
+	}
+	pthread_mutex_unlock(&agent->lock);
+	return ret;
 }
 
 RX_EXPORT

@@ -30,6 +30,10 @@
  * $RC_PEER_ADDR:$RC_PEER_PORT and runs the cases; the last moves a file
  * of guest B into guest A's buffer and back into another file.  Skips (77) without
  * those variables or an RDMA device.
+ *
+ * The grain ring between the two hosts (issue 14) is a block of its own
+ * at the end of this file: "--ring-server ADDR PORT" (guest A) is a ring
+ * target, "--ring" (guest B) its initiator (see ring_main()).
  */
 #include "config.h"
 
@@ -1018,6 +1022,8 @@ static const struct rc_test_case cases[] = {
 	{ NULL, NULL },
 };
 
+static int ring_main(int argc, char **argv);
+
 int main(int argc, char **argv)
 {
 	struct rdmaxfer_agent *probe;
@@ -1025,6 +1031,9 @@ int main(int argc, char **argv)
 	int ret;
 
 	signal(SIGPIPE, SIG_IGN);
+	ret = ring_main(argc, argv);	/* the grain ring's modes, or -1 */
+	if (ret >= 0)
+		return ret;
 	if (argc == 4 && !strcmp(argv[1], "--server"))
 		return serve(argv[2], (uint16_t)atoi(argv[3]));
 	peer_addr = getenv("RC_PEER_ADDR");
@@ -1039,3 +1048,209 @@ int main(int argc, char **argv)
 	rc_add_suite("rdmaxfer-2host", suite_init, suite_cleanup, cases);
 	return rc_test_main(argc, argv);
 }
+
+/* ======================================= grain ring between two hosts ====
+ *
+ * "--ring-server ADDR PORT" (guest A): a ring target of RING_SLOTS slots
+ * on an agent of its own listening on ADDR:PORT.  The first peer that
+ * asks ("RING?" message) gets the target info as one line of JSON (the
+ * control plane), then the target takes RING_GRAINS grains, checking for
+ * each that its completion names the next index, that it sits in slot
+ * index % N, and every byte of it (a pattern seeded by the index); it
+ * releases every 8th grain late, so that the initiator runs out of credit
+ * and waits; then it answers "OK n grains" or "BAD ..." and waits for
+ * "BYE".  Exit 0 when every grain was right.
+ *
+ * "--ring" (guest B): the CUnit/TAP initiator: connects to
+ * $RC_PEER_ADDR:$RC_PEER_PORT + 9, gets the info, attaches and puts the
+ * grains from two local buffers each (scatter-gather), every fourth batch
+ * behind one doorbell, and checks the target's verdict.
+ */
+#define RING_SLOTS	4
+#define RING_SLOT_SIZE	(64 * 1024)
+#define RING_GRAINS	48
+#define RING_PORT_OFF	9
+
+/* The next message notification of agent (others are not expected). */
+static int ring_msg(struct rdmaxfer_agent *agent, struct rdmaxfer_notif *n,
+		    int timeout_ms)
+{
+	double t0 = now_s();
+	int ret;
+
+	do {
+		ret = rdmaxfer_wait_notifs(agent, n, 1, 1000);
+		if (ret == 1 && n->type == RDMAXFER_NOTIF_MSG && n->len) {
+			n->data[n->len - 1] = 0;
+			return 0;
+		}
+		if (ret < 0 && ret != -ETIMEDOUT)
+			return ret;
+	} while ((now_s() - t0) * 1000 < timeout_ms);
+	return -ETIMEDOUT;
+}
+
+static int ring_serve(const char *host, uint16_t port)
+{
+	static struct rdmaxfer_notif n;
+	struct rdmaxfer_ring_info info;
+	struct rdmaxfer_agent *agent;
+	struct rdmaxfer_peer *ini;
+	struct rdmaxfer_ring *ring = NULL;
+	struct rdmaxfer_grain g;
+	char json[RDMAXFER_RING_JSON_MAX], reply[128];
+	uint64_t i;
+	long bad = -1;
+	int ret;
+
+	ret = new_agent(RDMAXFER_PROGRESS_THREAD, 1, &agent);
+	if (ret) {
+		fprintf(stderr, "ring server: agent: %s\n",
+			rdmaxfer_strerror(ret));
+		return 1;
+	}
+	ret = rdmaxfer_listen(agent, host, port);
+	if (!ret)
+		ret = rdmaxfer_ring_create(agent, RING_SLOTS, RING_SLOT_SIZE, 0,
+					   &ring);
+	if (!ret)
+		ret = rdmaxfer_ring_get_info(ring, &info);
+	if (!ret)
+		ret = rdmaxfer_ring_info_json(&info, json, sizeof(json));
+	if (ret > 0)
+		ret = 0;
+	/* the initiator's question, before the ring takes the agent's
+	 * notifications */
+	if (!ret)
+		ret = ring_msg(agent, &n, 300000);
+	if (!ret && strcmp((char *)n.data, "RING?"))
+		ret = -EPROTO;
+	ini = n.peer;
+	if (!ret)
+		ret = send_msg(ini, CMD, json);
+	if (ret) {
+		fprintf(stderr, "ring server: setup: %s\n",
+			rdmaxfer_strerror(ret));
+		goto out;
+	}
+	printf("ring server: target info sent: %s\n", json);
+	snprintf(reply, sizeof(reply), "OK %d grains", RING_GRAINS);
+	for (i = 0; i < RING_GRAINS; i++) {
+		ret = rdmaxfer_ring_wait(ring, WAIT_MS, &g);
+		if (ret) {
+			snprintf(reply, sizeof(reply), "BAD grain %llu: %s",
+				 (unsigned long long)i, rdmaxfer_strerror(ret));
+			break;
+		}
+		if (g.index != i || g.slot != i % RING_SLOTS ||
+		    (bad = mismatch(g.data, RING_SLOT_SIZE, (uint32_t)i)) >= 0) {
+			snprintf(reply, sizeof(reply),
+				 "BAD grain %llu: index %llu slot %u byte %ld",
+				 (unsigned long long)i,
+				 (unsigned long long)g.index, g.slot, bad);
+			ret = -EBADMSG;
+			break;
+		}
+		/* a slow consumer now and then: the initiator waits */
+		if (i % 8 == 7)
+			usleep(50 * 1000);
+		ret = rdmaxfer_ring_release(ring, g.index);
+		if (ret)
+			break;
+	}
+	printf("ring server: %s\n", reply);
+	if (send_msg(ini, CMD, reply) == 0 && ring_msg(agent, &n, 60000))
+		fprintf(stderr, "ring server: no BYE\n");
+out:
+	if (ring)
+		rdmaxfer_ring_destroy(ring);
+	rdmaxfer_agent_destroy(agent);
+	return ret ? 1 : 0;
+}
+
+static void test_ring_grains(void)
+{
+	static struct rdmaxfer_notif n;
+	struct rdmaxfer_ring_writer *w = NULL;
+	struct rdmaxfer_ring_info info;
+	struct rdmaxfer_agent *a;
+	struct rdmaxfer_peer *ctl = NULL;
+	struct rdmaxfer_iov iov[2];
+	uint16_t port = (uint16_t)(peer_port + RING_PORT_OFF);
+	uint8_t *src;
+	uint64_t i;
+	double t0 = now_s();
+	int ret;
+
+	src = malloc(RING_SLOTS * RING_SLOT_SIZE);
+	CU_ASSERT_FATAL(src != NULL);
+	CU_ASSERT_EQUAL_FATAL(new_agent(RDMAXFER_PROGRESS_CALLER, 1, &a), 0);
+	/* guest A starts its target after its other servers: keep trying */
+	do {
+		ret = rdmaxfer_connect(a, peer_addr, port, 5000, &ctl);
+		if (ret)
+			sleep(1);
+	} while (ret && now_s() - t0 < 240);
+	CU_ASSERT_EQUAL_FATAL(ret, 0);
+	CU_ASSERT_EQUAL_FATAL(send_msg(ctl, CMD, "RING?"), 0);
+	CU_ASSERT_EQUAL_FATAL(ring_msg(a, &n, WAIT_MS), 0);
+	rc_diag("target info: %s", (char *)n.data);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_info_parse_json((char *)n.data,
+							    &info), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_attach(a, &info, WAIT_MS, &w), 0);
+	t0 = now_s();
+	for (i = 0; i < RING_GRAINS; i++) {
+		uint8_t *p = src + (i % RING_SLOTS) * RING_SLOT_SIZE;
+		bool more = i % 4 != 3;
+
+		/* the buffer's previous grain must have left it */
+		if (i % RING_SLOTS == 0)
+			CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_flush(w, WAIT_MS),
+					      0);
+		fill(p, RING_SLOT_SIZE, (uint32_t)i);
+		iov[0].addr = p;
+		iov[0].len = 1000;
+		iov[1].addr = p + 1000;
+		iov[1].len = RING_SLOT_SIZE - 1000;
+		ret = rdmaxfer_ring_put(w, i, iov, 2,
+					more ? RDMAXFER_POST_MORE : 0, WAIT_MS);
+		CU_ASSERT_EQUAL_FATAL(ret, 0);
+	}
+	CU_ASSERT_EQUAL(rdmaxfer_ring_flush(w, WAIT_MS), 0);
+	rc_diag("%d grains of %d KiB put in %.2f s", RING_GRAINS,
+		RING_SLOT_SIZE / 1024, now_s() - t0);
+	/* the target's verdict on every grain */
+	CU_ASSERT_EQUAL(ring_msg(a, &n, WAIT_MS), 0);
+	rc_diag("target: %s", (char *)n.data);
+	CU_ASSERT(!strncmp((char *)n.data, "OK ", 3));
+	send_msg(ctl, CMD, "BYE");
+	CU_ASSERT_EQUAL(rdmaxfer_ring_detach(w), 0);
+	rdmaxfer_peer_destroy(ctl);
+	rdmaxfer_agent_destroy(a);
+	free(src);
+}
+
+static const struct rc_test_case ring_cases[] = {
+	{ "ring_grains", test_ring_grains },
+	{ NULL, NULL },
+};
+
+/* --ring-server ADDR PORT, or --ring (the client's cases); -1 for the
+ * other modes. */
+static int ring_main(int argc, char **argv)
+{
+	const char *port;
+
+	if (argc == 4 && !strcmp(argv[1], "--ring-server"))
+		return ring_serve(argv[2], (uint16_t)atoi(argv[3]));
+	if (argc < 2 || strcmp(argv[1], "--ring"))
+		return -1;
+	peer_addr = getenv("RC_PEER_ADDR");
+	port = getenv("RC_PEER_PORT");
+	if (!peer_addr || !*peer_addr || !port || !*port)
+		rc_skip_all("RC_PEER_ADDR/RC_PEER_PORT not set: needs two guests (tests/vm/run-2host.sh)");
+	peer_port = (uint16_t)atoi(port);
+	rc_add_suite("rdmaxfer-2host-ring", NULL, NULL, ring_cases);
+	return rc_test_main(argc - 1, argv + 1);
+}
+/* ================================== end of grain ring between two hosts */

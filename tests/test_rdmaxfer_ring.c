@@ -10,7 +10,12 @@
  * callback; a grain over the port's max message size (split by the
  * library, immediate on the last piece); a doorbell batch; fan-out to two
  * targets; bad input; and a target killed mid-stream (an error within a
- * bound).  Skips (77) without $RXE_ADDR or a device.
+ * bound).  1.7: the continuous flavour (two channel planes, writes of
+ * varying counts crossing the ring's end as two WRITEs per plane, every
+ * sample checked at the target, credits counted in samples) and the
+ * overrun mode (a consumer that takes nothing for a while: the writer
+ * drops instead of overwriting, the target reports exactly the grains
+ * dropped).  Skips (77) without $RXE_ADDR or a device.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -427,7 +432,7 @@ static void test_info_and_bad_input(void)
 	CU_ASSERT_EQUAL(rdmaxfer_ring_create(t.agent, 0, 4096, 0, &r),
 			-EINVAL);
 	CU_ASSERT_EQUAL(rdmaxfer_ring_create(t.agent, 4, 0, 0, &r), -EINVAL);
-	CU_ASSERT_EQUAL(rdmaxfer_ring_create(t.agent, 4, 4096, 1, &r),
+	CU_ASSERT_EQUAL(rdmaxfer_ring_create(t.agent, 4, 4096, 4, &r),
 			-EINVAL);
 	CU_ASSERT_EQUAL(rdmaxfer_ring_create(t.agent,
 					     RDMAXFER_RING_MAX_SLOTS + 1,
@@ -593,6 +598,261 @@ static int target_child(int fd)
 	return 1;
 }
 
+
+/* ---------------------------------------------- samples, overrun (1.7) */
+
+#define S_CHANNELS	2
+#define S_LEN		1000	/* samples per channel */
+
+/* Sample idx of channel c: its own value, so a sample in the wrong
+ * plane, position or lap is seen. */
+static uint32_t sample_val(uint32_t c, uint64_t idx)
+{
+	return (uint32_t)(idx * 2654435761U) ^ (c << 28) ^ 0x5a5a5a5aU;
+}
+
+/* Check one delivered write: every sample of every channel where the
+ * two fragments say. */
+static int samples_ok(const struct rdmaxfer_samples *s)
+{
+	uint32_t c, j;
+
+	if (s->channels != S_CHANNELS || s->stride != S_LEN * 4 ||
+	    s->frag_len[0] + s->frag_len[1] != (uint64_t)s->count * 4 ||
+	    (s->frag_len[1] && s->frag[1] == NULL))
+		return -EBADMSG;
+	for (c = 0; c < S_CHANNELS; c++) {
+		for (j = 0; j < s->count; j++) {
+			uint64_t b = (uint64_t)j * 4;
+			const uint8_t *p = b < s->frag_len[0] ?
+				(uint8_t *)s->frag[0] + b :
+				(uint8_t *)s->frag[1] + b - s->frag_len[0];
+			uint32_t v;
+
+			memcpy(&v, p + (size_t)c * s->stride, 4);
+			if (v != sample_val(c, s->head - s->count + j)) {
+				rc_diag("head %llu channel %u sample %u wrong",
+					(unsigned long long)s->head, c, j);
+				return -EBADMSG;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Writes of 1..999 samples, in two planes, over ~12 laps of a 1000-sample
+ * ring: those that cross the end are two WRITEs per plane.  The target
+ * takes each write (blocking and polling alternately), checks every
+ * sample and releases it; a non-blocking put never laps. */
+static void test_samples_wrap(void)
+{
+	static const uint32_t counts[] = { 300, 450, 700, 1, 999, 250, 480 };
+	struct rdmaxfer_ring_writer *w;
+	struct rdmaxfer_samples smp;
+	struct rdmaxfer_agent *a;
+	struct rdmaxfer_iov ch[S_CHANNELS];
+	struct rdmaxfer_grain g;
+	struct rdmaxfer_ring *r;
+	struct target t;
+	uint32_t *buf[S_CHANNELS], c, j;
+	uint64_t head = 0, taken = 0;
+	int i, ret, wraps = 0, eagain = 0, spins = 0;
+
+	memset(&t, 0, sizeof(t));
+	CU_ASSERT_FATAL(new_agent(RDMAXFER_PROGRESS_THREAD, 1, &t.agent) == 0);
+	CU_ASSERT_FATAL(rdmaxfer_listen(t.agent, addr, 0) == 0);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_create_samples(t.agent, 0, S_LEN, 4, 0,
+						     &r), -EINVAL);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_create_samples(t.agent, 2, S_LEN, 4,
+						     RDMAXFER_RING_OVERRUN,
+						     &r), -EOPNOTSUPP);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_create_samples(t.agent,
+							   S_CHANNELS, S_LEN,
+							   4, 0, &t.ring), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_get_info(t.ring, &t.info), 0);
+	CU_ASSERT_EQUAL(t.info.flavour, RDMAXFER_RING_CONTINUOUS);
+	CU_ASSERT_EQUAL(t.info.version, RDMAXFER_RING_VERSION_EXT);
+	CU_ASSERT_EQUAL(t.info.channels, S_CHANNELS);
+	/* the discrete calls refuse a sample ring */
+	CU_ASSERT_EQUAL(rdmaxfer_ring_wait(t.ring, 0, &g), -EINVAL);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_set_cb(t.ring, NULL, NULL), -EOPNOTSUPP);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_wait_samples(t.ring, 0, &smp), -EAGAIN);
+	a = initiator();
+	for (c = 0; c < S_CHANNELS; c++) {
+		buf[c] = malloc(S_LEN * 4);
+		CU_ASSERT_FATAL(buf[c] != NULL);
+	}
+	CU_ASSERT_FATAL(a != NULL);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_attach(a, &t.info, WAIT_MS, &w),
+			      0);
+	/* bad input, nothing consumed */
+	for (c = 0; c < S_CHANNELS; c++) {
+		ch[c].addr = buf[c];
+		ch[c].len = 100 * 4;
+	}
+	CU_ASSERT_EQUAL(rdmaxfer_ring_put(w, 0, ch, 1, 0, 0), -EINVAL);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_put_samples(w, 100, 100, ch, 1, 0, 0),
+			-EINVAL);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_put_samples(w, 101, 100, ch, 2, 0, 0),
+			-EINVAL);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_put_samples(w, 99, 99, ch, 2, 0, 0),
+			-EMSGSIZE);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_put_samples(w, 1001, 1001, ch, 2, 0, 0),
+			-EMSGSIZE);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_put_samples(w, 0, 0, ch, 2, 0, 0),
+			-EMSGSIZE);
+	for (i = 0; i < 35; i++) {
+		uint32_t n = counts[i % 7];
+
+		for (c = 0; c < S_CHANNELS; c++) {
+			for (j = 0; j < n; j++)
+				buf[c][j] = sample_val(c, head + j);
+			ch[c].addr = buf[c];
+			ch[c].len = n * 4;
+		}
+		while ((ret = rdmaxfer_ring_put_samples(w, head + n, n, ch,
+							S_CHANNELS, 0, 0)) ==
+		       -EAGAIN) {
+			/* no credit (or its READ still in flight: call
+			 * again): the target takes the oldest write */
+			eagain++;
+			if (taken == head) {
+				CU_ASSERT_FATAL(++spins < 200000);
+				continue;
+			}
+			CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_wait_samples(
+					      t.ring, WAIT_MS, &smp), 0);
+			CU_ASSERT_EQUAL_FATAL(samples_ok(&smp), 0);
+			wraps += smp.frag_len[1] != 0;
+			CU_ASSERT_EQUAL(rdmaxfer_ring_release(t.ring,
+							      smp.head), 0);
+			taken = smp.head;
+		}
+		CU_ASSERT_EQUAL_FATAL(ret, 0);
+		CU_ASSERT_EQUAL(rdmaxfer_ring_flush(w, WAIT_MS), 0);
+		head += n;
+	}
+	while (taken < head) {
+		ret = rdmaxfer_ring_wait_samples(t.ring, taken & 1 ? 0 :
+						 WAIT_MS, &smp);
+		if (ret == -EAGAIN)
+			continue;
+		CU_ASSERT_EQUAL_FATAL(ret, 0);
+		CU_ASSERT_EQUAL_FATAL(samples_ok(&smp), 0);
+		wraps += smp.frag_len[1] != 0;
+		/* a release of what was not delivered, or again */
+		CU_ASSERT_EQUAL(rdmaxfer_ring_release(t.ring, smp.head + 1),
+				-EINVAL);
+		CU_ASSERT_EQUAL(rdmaxfer_ring_release(t.ring, smp.head), 0);
+		CU_ASSERT_EQUAL(rdmaxfer_ring_release(t.ring, smp.head),
+				-EINVAL);
+		taken = smp.head;
+	}
+	rc_diag("%llu samples x %d channels in 35 writes, %d crossed the "
+		"ring's end; %d puts found no credit",
+		(unsigned long long)head, S_CHANNELS, wraps, eagain);
+	CU_ASSERT(wraps >= 8);
+	CU_ASSERT(eagain > 0);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_detach(w), 0);
+	rdmaxfer_agent_destroy(a);
+	target_close(&t);
+	for (c = 0; c < S_CHANNELS; c++)
+		free(buf[c]);
+}
+
+/* Put grain i (pattern i); 0 or the put's error. */
+static int put_one(struct rdmaxfer_ring_writer *w, uint64_t i, uint8_t *src,
+		   size_t len)
+{
+	struct rdmaxfer_iov iov = { src, len };
+	int ret;
+
+	fill(src, len, (uint32_t)i);
+	ret = rdmaxfer_ring_put(w, i, &iov, 1, 0, WAIT_MS);
+	if (!ret)
+		ret = rdmaxfer_ring_flush(w, WAIT_MS);
+	return ret;
+}
+
+/* Overrun mode with a consumer that takes nothing for a while: the
+ * writer never waits and never overwrites a held slot (-ENOBUFS, the
+ * grain dropped); the target finds grain 0 intact, then an explicit
+ * -EOVERFLOW naming exactly the grains dropped, then the grains after
+ * them; a writer that skips an index is reported the same way. */
+static void test_overrun_slow_consumer(void)
+{
+	const size_t slot = 4096;
+	struct rdmaxfer_ring_writer *w;
+	struct rdmaxfer_agent *a;
+	struct rdmaxfer_grain g;
+	struct target t;
+	uint8_t src[4096];
+	uint64_t i, lost = 99, dropped = 0;
+	double t0;
+	int ret;
+
+	memset(&t, 0, sizeof(t));
+	CU_ASSERT_FATAL(new_agent(RDMAXFER_PROGRESS_THREAD, 1, &t.agent) == 0);
+	CU_ASSERT_FATAL(rdmaxfer_listen(t.agent, addr, 0) == 0);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_create(t.agent, 4, slot, 2, &t.ring),
+			-EINVAL);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_create(t.agent, 4, slot,
+						   RDMAXFER_RING_OVERRUN,
+						   &t.ring), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_get_info(t.ring, &t.info), 0);
+	CU_ASSERT_EQUAL(t.info.flags, RDMAXFER_RING_OVERRUN);
+	a = initiator();
+	CU_ASSERT_FATAL(a != NULL);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_attach(a, &t.info, WAIT_MS, &w),
+			      0);
+	/* the consumer sleeps: 4 grains fill the ring, 6 are dropped, and
+	 * none of the puts waits for the target */
+	t0 = now_s();
+	for (i = 0; i < 10; i++) {
+		ret = put_one(w, i, src, slot);
+		CU_ASSERT_EQUAL(ret, i < 4 ? 0 : -ENOBUFS);
+		dropped += ret == -ENOBUFS;
+	}
+	rc_diag("10 puts to a sleeping target: %llu dropped in %.3f s",
+		(unsigned long long)dropped, now_s() - t0);
+	/* a put behind the writer */
+	CU_ASSERT_EQUAL(put_one(w, 9, src, slot), -EINVAL);
+	/* nothing was lapped: the four grains are whole */
+	for (i = 0; i < 4; i++)
+		CU_ASSERT_EQUAL_FATAL(take(&t, i, slot, WAIT_MS), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_wait(t.ring, 0, &g), -EAGAIN);
+	/* released: the writer's next puts read the credit and go through */
+	for (i = 10; i < 14; i++)
+		CU_ASSERT_EQUAL(put_one(w, i, src, slot), 0);
+	/* a source that skips grain 14 itself; 15 goes to slot 3, which
+	 * holds grain 11, not yet taken: dropped */
+	CU_ASSERT_EQUAL(put_one(w, 15, src, slot), -ENOBUFS);
+	dropped++;
+	/* the target: the loss first, exactly, then the grains after it */
+	memset(&g, 0x5a, sizeof(g));
+	CU_ASSERT_EQUAL(rdmaxfer_ring_wait(t.ring, WAIT_MS, &g), -EOVERFLOW);
+	CU_ASSERT_EQUAL(g.index, 4);
+	CU_ASSERT_EQUAL(g.lost, 6);
+	CU_ASSERT(g.data == NULL);
+	for (i = 10; i < 14; i++)
+		CU_ASSERT_EQUAL(take(&t, i, slot, WAIT_MS), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_lost(t.ring, &lost), 0);
+	CU_ASSERT_EQUAL(lost, 6);
+	/* skip 16, write 17: slot 1 (grain 13) was released */
+	CU_ASSERT_EQUAL(put_one(w, 17, src, slot), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_wait(t.ring, WAIT_MS, &g), -EOVERFLOW);
+	CU_ASSERT_EQUAL(g.index, 14);
+	CU_ASSERT_EQUAL(g.lost, 3);
+	CU_ASSERT_EQUAL(take(&t, 17, slot, WAIT_MS), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_lost(t.ring, &lost), 0);
+	rc_diag("target lost %llu grains; writer dropped %llu, skipped 2",
+		(unsigned long long)lost, (unsigned long long)dropped);
+	CU_ASSERT_EQUAL(lost, dropped + 2);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_detach(w), 0);
+	rdmaxfer_agent_destroy(a);
+	target_close(&t);
+}
+
 static const struct rc_test_case cases[] = {
 	{ "order_wrap_nonblocking", test_order_wrap_nonblocking },
 	{ "slow_consumer_credits", test_slow_consumer_credits },
@@ -600,6 +860,8 @@ static const struct rc_test_case cases[] = {
 	{ "split_grain", test_split_grain },
 	{ "batch_and_fanout", test_batch_and_fanout },
 	{ "info_and_bad_input", test_info_and_bad_input },
+	{ "samples_wrap", test_samples_wrap },
+	{ "overrun_slow_consumer", test_overrun_slow_consumer },
 	{ NULL, NULL },
 };
 

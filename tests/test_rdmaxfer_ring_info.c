@@ -7,6 +7,11 @@
  * registered ring, zero or too many slots) each fail with -errno; the JSON
  * parser refuses unknown, missing and repeated keys, escapes, trailing
  * bytes, overflowing numbers and bad hex, and survives random mutations.
+ * Version 2 (1.7): a sample ring's channels and the overrun flag round
+ * trip in both forms and are checked; the sample ring's arithmetic (where
+ * a range of samples lies in each plane, split at the ring's end) against
+ * a sample-by-sample count, and its immediate (head's low 16 bits and the
+ * count) across the 16-bit wrap, with heads that do not follow on refused.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -79,14 +84,14 @@ static void test_blob_round_trip(void)
 	CU_ASSERT_EQUAL(rdmaxfer_ring_info_parse(buf, len, NULL), -EINVAL);
 }
 
-static void test_blob_truncated(void)
+/* Every truncation of the blob in buf fails with -EINVAL, writing
+ * nothing. */
+static void truncations_fail(const uint8_t *buf, size_t len)
 {
-	struct rdmaxfer_ring_info in, out, keep;
-	uint8_t buf[512], *copy;
-	size_t len, i;
+	struct rdmaxfer_ring_info out, keep;
+	uint8_t *copy;
+	size_t i;
 
-	sample(&in);
-	len = pack(&in, buf, sizeof(buf));
 	memset(&keep, 0x5a, sizeof(keep));
 	for (i = 0; i < len; i++) {
 		/* an exact-size copy: ASan sees any read past the end */
@@ -102,6 +107,15 @@ static void test_blob_truncated(void)
 	}
 }
 
+static void test_blob_truncated(void)
+{
+	struct rdmaxfer_ring_info in;
+	uint8_t buf[512];
+
+	sample(&in);
+	truncations_fail(buf, pack(&in, buf, sizeof(buf)));
+}
+
 static void test_blob_version_geometry(void)
 {
 	struct rdmaxfer_ring_info in, out;
@@ -110,8 +124,11 @@ static void test_blob_version_geometry(void)
 
 	sample(&in);
 	len = pack(&in, buf, sizeof(buf));
-	buf[4] = 2;
+	buf[4] = 3;
 	CU_ASSERT_EQUAL(rdmaxfer_ring_info_parse(buf, len, &out), -EPROTO);
+	/* version 2's header is longer: this blob is not one */
+	buf[4] = 2;
+	CU_ASSERT(rdmaxfer_ring_info_parse(buf, len, &out) < 0);
 	buf[4] = 1;
 	/* slot count * slot size over the registered ring */
 	buf[12] = 17;
@@ -228,7 +245,11 @@ static void test_json_bad(void)
 		const char *from, *to;
 		int err;
 	} cases[] = {
-		{ "\"rdmaxfer_ring\":1", "\"rdmaxfer_ring\":2", -EPROTO },
+		{ "\"rdmaxfer_ring\":1", "\"rdmaxfer_ring\":3", -EPROTO },
+		/* version 2 needs its two keys, version 1 refuses them */
+		{ "\"rdmaxfer_ring\":1", "\"rdmaxfer_ring\":2", -EINVAL },
+		{ "\"n_slots\":16,", "\"channels\":0,\"n_slots\":16,",
+		  -EINVAL },
 		{ "\"rdmaxfer_ring\":1", "\"rdmaxfer_ring\":01", -EINVAL },
 		{ "\"n_slots\":16", "\"n_slots\":17", -ERANGE },
 		{ "\"n_slots\":16", "\"n_slots\":0", -EINVAL },
@@ -320,6 +341,216 @@ static void test_json_mutations(void)
 	rc_diag("20000 JSON mutations: %d still parse", ok);
 }
 
+
+/* ------------------------------------------------ version 2 (1.7) */
+
+static void sample_ext(struct rdmaxfer_ring_info *info)
+{
+	sample(info);
+	info->version = RDMAXFER_RING_VERSION_EXT;
+	info->flavour = RDMAXFER_RING_CONTINUOUS;
+	info->channels = 8;
+	info->n_slots = 4800;
+	info->slot_size = 4;
+	info->slots.len = 8 * 4800 * 4;
+}
+
+static bool same_ext(const struct rdmaxfer_ring_info *a,
+		     const struct rdmaxfer_ring_info *b)
+{
+	return same(a, b) && a->channels == b->channels &&
+	       a->flags == b->flags;
+}
+
+static void test_ext_round_trip(void)
+{
+	struct rdmaxfer_ring_info in, out;
+	char text[RDMAXFER_RING_JSON_MAX];
+	uint8_t buf[512];
+	size_t len;
+
+	sample_ext(&in);
+	len = pack(&in, buf, sizeof(buf));
+	CU_ASSERT_EQUAL(buf[4], 2);
+	memset(&out, 0, sizeof(out));
+	CU_ASSERT_EQUAL(rdmaxfer_ring_info_parse(buf, len, &out), 0);
+	CU_ASSERT(same_ext(&in, &out));
+	CU_ASSERT_FATAL(rdmaxfer_ring_info_json(&in, text, sizeof(text)) > 0);
+	rc_diag("%s", text);
+	CU_ASSERT(strstr(text, "\"flavour\":\"continuous\"") != NULL);
+	memset(&out, 0, sizeof(out));
+	CU_ASSERT_EQUAL(rdmaxfer_ring_info_parse_json(text, &out), 0);
+	CU_ASSERT(same_ext(&in, &out));
+	/* every truncation of the longer header fails, writing nothing */
+	truncations_fail(buf, len);
+	/* the header's zero word */
+	buf[30] = 1;
+	CU_ASSERT_EQUAL(rdmaxfer_ring_info_parse(buf, len, &out), -EINVAL);
+	buf[30] = 0;
+
+	/* a discrete ring in overrun mode */
+	sample(&in);
+	in.version = RDMAXFER_RING_VERSION_EXT;
+	in.flags = RDMAXFER_RING_OVERRUN;
+	len = pack(&in, buf, sizeof(buf));
+	CU_ASSERT_EQUAL(rdmaxfer_ring_info_parse(buf, len, &out), 0);
+	CU_ASSERT(same_ext(&in, &out));
+	CU_ASSERT_FATAL(rdmaxfer_ring_info_json(&in, text, sizeof(text)) > 0);
+	CU_ASSERT(strstr(text, "\"flags\":1") != NULL);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_info_parse_json(text, &out), 0);
+	CU_ASSERT(same_ext(&in, &out));
+}
+
+/* One bad edit of a good info per case: what the encoder says. */
+static void test_ext_bad(void)
+{
+	enum edit { VERSION, CHANNELS, FLAGS, SLOTS_LEN, SLOT_SIZE };
+	static const struct {
+		bool ext;	/* edit the sample ring, else the plain one */
+		enum edit what;
+		uint64_t value;
+		int err;
+		const char *why;
+	} cases[] = {
+		{ false, FLAGS, RDMAXFER_RING_OVERRUN, -EINVAL,
+		  "version 1 cannot carry flags" },
+		{ true, VERSION, RDMAXFER_RING_VERSION, -EOPNOTSUPP,
+		  "version 1 cannot carry channels" },
+		{ true, CHANNELS, 0, -EINVAL, "no channel" },
+		{ true, CHANNELS, RDMAXFER_RING_MAX_CHANNELS + 1, -EINVAL,
+		  "too many channels" },
+		{ true, SLOTS_LEN, 8 * 4800 * 4 - 1, -ERANGE,
+		  "planes over the registered ring" },
+		{ true, SLOT_SIZE, UINT64_MAX / 4800, -ERANGE,
+		  "a ring size that overflows" },
+		{ true, FLAGS, RDMAXFER_RING_OVERRUN, -EOPNOTSUPP,
+		  "no overrun mode for samples" },
+		{ true, FLAGS, 2, -EINVAL, "an unknown flag" },
+	};
+	struct rdmaxfer_ring_info in;
+	uint8_t buf[512];
+	size_t len, k;
+	int ret;
+
+	for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		if (cases[k].ext)
+			sample_ext(&in);
+		else
+			sample(&in);
+		switch (cases[k].what) {
+		case VERSION:
+			in.version = (uint32_t)cases[k].value;
+			break;
+		case CHANNELS:
+			in.channels = (uint16_t)cases[k].value;
+			break;
+		case FLAGS:
+			in.flags = (uint16_t)cases[k].value;
+			break;
+		case SLOTS_LEN:
+			in.slots.len = cases[k].value;
+			break;
+		case SLOT_SIZE:
+			in.slot_size = cases[k].value;
+			break;
+		}
+		ret = rdmaxfer_ring_info_pack(&in, buf, sizeof(buf), &len);
+		if (ret != cases[k].err)
+			rc_diag("%s: %d, expected %d", cases[k].why, ret,
+				cases[k].err);
+		CU_ASSERT_EQUAL(ret, cases[k].err);
+	}
+	/* a discrete ring has no channels */
+	sample(&in);
+	in.version = RDMAXFER_RING_VERSION_EXT;
+	in.channels = 2;
+	CU_ASSERT_EQUAL(rdmaxfer_ring_info_pack(&in, buf, sizeof(buf), &len),
+			-EINVAL);
+}
+
+/* rx_ring_span() against the samples' positions one by one: the range
+ * [head - count, head) is start.. for first samples, then 0.. */
+static void test_span(void)
+{
+	static const uint32_t lens[] = { 1, 2, 7, 9, 48, 4800, 65536 };
+	unsigned int seed = 7;
+	uint32_t start, first, n, count, j;
+	uint64_t head;
+	size_t k, i;
+	int bad = 0, wraps = 0;
+
+	/* MXL's own example: 9 samples, head 11, count 5: 6, 7, 8 | 0, 1 */
+	rx_ring_span(11, 5, 9, &start, &first);
+	CU_ASSERT_EQUAL(start, 6);
+	CU_ASSERT_EQUAL(first, 3);
+	for (k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+		n = lens[k];
+		for (i = 0; i < 2000; i++) {
+			count = (uint32_t)(rand_r(&seed) % n) + 1;
+			if (i < 3)
+				count = i == 0 ? 1 : i == 1 || n == 1 ? n : n - 1;
+			head = (uint64_t)rand_r(&seed) * 977 + count;
+			if (i == 3)
+				head = UINT64_MAX;
+			rx_ring_span(head, count, n, &start, &first);
+			if (first < 1 || first > count || start >= n ||
+			    start + first > n)
+				bad++;
+			for (j = 0; j < count; j++) {
+				uint64_t idx = head - count + j;
+				uint32_t pos = j < first ? start + j :
+							   j - first;
+
+				if (idx % n != pos)
+					bad++;
+			}
+			wraps += count > first;
+		}
+	}
+	rc_diag("span: 14000 ranges, %d crossed the end", wraps);
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT(wraps > 1000);
+}
+
+/* The immediate of a sample write and its decoding at the target. */
+static void test_samples_imm(void)
+{
+	uint64_t next, head;
+	uint32_t count, imm;
+	int i, bad = 0;
+
+	/* a stream of writes across the 16-bit wrap of head, many times */
+	next = 0;
+	for (i = 0; i < 100000; i++) {
+		uint32_t c = (uint32_t)(i % 4800) + 1;
+
+		imm = rx_ring_samples_imm(next + c, c);
+		if (rx_ring_samples_head(imm, next, 4800, &head, &count) ||
+		    head != next + c || count != c)
+			bad++;
+		next += c;
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT(next > (1ULL << 27));
+	/* the largest count, at 2^32 + something */
+	next = (1ULL << 32) + 65000;
+	imm = rx_ring_samples_imm(next + 65535, 65535);
+	CU_ASSERT_EQUAL(rx_ring_samples_head(imm, next, 65536, &head, &count),
+			0);
+	CU_ASSERT_EQUAL(head, next + 65535);
+	CU_ASSERT_EQUAL(count, 65535);
+	/* a count of 0, over the ring, a head that skips or repeats */
+	CU_ASSERT_EQUAL(rx_ring_samples_head(rx_ring_samples_imm(100, 0), 100,
+					     4800, &head, &count), -EPROTO);
+	CU_ASSERT_EQUAL(rx_ring_samples_head(rx_ring_samples_imm(5000, 4801),
+					     199, 4800, &head, &count),
+			-EPROTO);
+	CU_ASSERT_EQUAL(rx_ring_samples_head(rx_ring_samples_imm(160, 48), 100,
+					     4800, &head, &count), -EPROTO);
+	CU_ASSERT_EQUAL(rx_ring_samples_head(rx_ring_samples_imm(100, 48), 100,
+					     4800, &head, &count), -EPROTO);
+}
+
 static const struct rc_test_case cases[] = {
 	{ "blob_round_trip", test_blob_round_trip },
 	{ "blob_truncated_every_length", test_blob_truncated },
@@ -328,6 +559,10 @@ static const struct rc_test_case cases[] = {
 	{ "json_round_trip", test_json_round_trip },
 	{ "json_bad_input", test_json_bad },
 	{ "json_mutations", test_json_mutations },
+	{ "ext_round_trip", test_ext_round_trip },
+	{ "ext_bad_input", test_ext_bad },
+	{ "sample_span", test_span },
+	{ "sample_immediate", test_samples_imm },
 	{ NULL, NULL },
 };
 

@@ -18,6 +18,8 @@ struct bench_ring_cfg {
 	const char *host;		/* the target's listen address */
 	bool csv;
 	int (*make_agent)(uint32_t flags, struct rdmaxfer_agent **agentp);
+	/* the target: an agent with a progress thread */
+	int (*make_target)(struct rdmaxfer_agent **agentp);
 };
 
 /* Grains per second and bandwidth of the ring for each size and N in

@@ -472,6 +472,7 @@ static void agent_err(int err)
 }
 
 static uint32_t make_agent_flags;
+static enum rdmaxfer_progress_mode make_agent_progress;
 
 static int make_agent(enum regcache_monitor_type mon,
 		      struct rdmaxfer_agent **agentp)
@@ -496,6 +497,7 @@ static int make_agent(enum regcache_monitor_type mon,
 		attr.cq_depth = attr.sq_depth * o.qps + 256;
 	attr.signal_interval = o.signal_interval;
 	attr.flags |= make_agent_flags;
+	attr.progress = make_agent_progress;
 	return rdmaxfer_agent_create(&attr, agentp);
 }
 
@@ -1218,19 +1220,37 @@ static int run_file(void)
 	return bench_file(&cfg);
 }
 
-/* ring (bench_ring.c): -s one size, -a all, else 1 KiB, 64 KiB, 1 MiB,
- * 4 MiB (a 1080p frame), 8 MiB */
+/* ring: the target, with a progress thread (its callback releases) */
+static int make_ring_target(struct rdmaxfer_agent **agentp)
+{
+	int ret;
+
+	make_agent_progress = RDMAXFER_PROGRESS_THREAD;
+	ret = make_agent(REGCACHE_MONITOR_AUTO, agentp);
+	make_agent_progress = RDMAXFER_PROGRESS_CALLER;
+	return ret;
+}
+
+/* ring (bench_ring.c) ADDR: -s one size, -a all, else 1 KiB, 64 KiB,
+ * 1 MiB, 4 MiB (a 1080p frame), 8 MiB */
 static int run_ring(void)
 {
 	static const uint64_t defaults[] = { 1024, 65536, 1 << 20, 4 << 20,
 					     8 << 20 };
 	struct bench_ring_cfg cfg = {
 		.iters = o.iters > 0 ? (uint32_t)o.iters : 0,
+		.host = o.server,
 		.csv = o.csv,
 		.make_agent = make_agent_with,
+		.make_target = make_ring_target,
 	};
 	uint64_t sizes[32];
 
+	if (!o.server) {
+		fprintf(stderr, "%s: ring ADDR: the target listens on ADDR "
+			"(this host's RDMA address)\n", prog);
+		return -EINVAL;
+	}
 	cfg.sizes = sizes;
 	if (o.all || o.size) {
 		cfg.nsizes = plan_sizes(sizes, 32);
@@ -1752,9 +1772,10 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: %s [options] TEST            (server)\n"
 "       %s [options] TEST SERVER     (client)\n"
-"       %s [options] reg|reg_access|ring  (local, no server)\n"
+"       %s [options] reg|reg_access  (local, no server)\n"
 "tests: write_bw read_bw write_lat read_lat fadd_lat cswap_lat reg nixl\n"
-"       reg_access ring file (file ADDR: loopback on ADDR, file in $TMPDIR)\n"
+"       reg_access ring file (ring, file ADDR: loopback on ADDR; file in\n"
+"       $TMPDIR)\n"
 "       dm_atomic ADDR: fadd/cswap latency on device memory vs host memory,\n"
 "       loopback on ADDR (where the device has none: the host fallback, said)\n"
 "  -s, --size SIZE        message size (K/M/G suffixes; default 65536 bw, 2 lat)\n"

@@ -632,6 +632,8 @@ static const struct {
 	  "dmabuf suite, data checked: udmabuf via its memfd (7.3), staged copy (vgem 6.1 and 7.3, udmabuf 7.3); 2host: a peer guest's WRITE/READ" },
 	{ "file <-> memory/remote (io_uring)", "rxe, Debian 6.1 and 7.3 kernels",
 	  "file suite: tmpfs, ext4 on loop, O_DIRECT; 7.3 io_uring_disabled -> pread" },
+	{ "grain ring (MXL), samples, overrun", "rxe, Debian 6.1 and 7.3 kernels",
+	  "ring suite, every grain and sample checked at the target; 2host: grains with credits between two guests (samples and overrun mode: one guest only)" },
 };
 
 static void show_paths(void)

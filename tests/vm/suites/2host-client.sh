@@ -71,3 +71,8 @@ done
 cat "$OUT/ib_write_bw.out"
 echo "perftest ib_write_bw 65536 B between two guests ($RC_KERNEL): ${ib:-not measured} MB/s average (1000 iterations, same boot)" |
 	tee -a "$RC_RESULTS/write_bw.txt"
+
+# ---- grain ring between the two hosts (issue 14): the initiator; it
+# waits (bounded) for guest A's target, started after the servers above
+rc_run "rdmaxfer 2host ring" timeout 300 env REGCACHE_MONITOR=uffd "$prog" --ring
+# ---- end of grain ring

@@ -35,3 +35,10 @@ timeout 90 ib_write_bw -d "$RXE_DEV" -x "$RXE_GID_INDEX" -p $((RC_2HOST_PORT + 3
 st=$?
 echo "ib_write_bw server exited with status $st"
 [ "$st" = 0 ] || cat /tmp/ib_write_bw.srv
+
+# ---- grain ring between the two hosts (issue 14): the target; every
+# grain is checked here, on the host that holds the ring
+rc_check "rdmaxfer ring target (per-grain checks)" \
+	timeout 300 env REGCACHE_MONITOR=uffd "$prog" --ring-server "$RXE_ADDR" \
+	$((RC_2HOST_PORT + 9))
+# ---- end of grain ring

@@ -126,4 +126,14 @@ long rc_itree_check(const struct rc_itree *tree);
 /* Free the block index (the nodes belong to the caller). */
 void rc_itree_destroy(struct rc_itree *tree);
 
+/*
+ * A zeroed tree that never builds the block index (its floor lookups walk
+ * the AVL tree): for indexes off the hit path whose changes must not
+ * allocate, such as the uffd monitor's watches, which its thread edits.
+ */
+static inline void rc_itree_init_plain(struct rc_itree *tree)
+{
+	tree->broken = 1;
+}
+
 #endif /* RC_ITREE_H */

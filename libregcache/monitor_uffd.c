@@ -762,6 +762,8 @@ static int uffd_mon_create(struct uffd_mon **mp, bool missing,
 		*why = "out of memory";
 		return -ENOMEM;
 	}
+	/* no block index: the thread edits it, and it is never a hit path */
+	rc_itree_init_plain(&m->watches);
 	m->psz = (size_t)sysconf(_SC_PAGESIZE);
 	m->pid = getpid();
 	ret = uffd_open(&m->user_mode_only);
@@ -855,6 +857,7 @@ static void uffd_mon_free(struct uffd_mon *m, bool forked)
 		close(m->stop_fd);
 	}
 	uffd_free_watches(m->watches.root);
+	rc_itree_destroy(&m->watches);
 	free(m);
 }
 

@@ -10,10 +10,15 @@
  *  remote     RDMAXFER_ACCESS_REMOTE, default agent: the rkey must die at
  *             the deregister, so every cycle is a real registration;
  *  cached     RDMAXFER_ACCESS_REMOTE, RDMAXFER_AGENT_CACHE_RKEYS agent:
- *             an exact entry kept after the deregister, a hit.
+ *             an exact entry kept after the deregister, a hit;
+ *  regcache   regcache_get() + regcache_put() of a cache of the
+ *             benchmark's own (same monitor kind, a backend that never
+ *             runs on a hit): the floor under the two hit columns, so
+ *             local/regcache is what librdmaxfer's handle costs on top.
  * Each column is the median batch, per cycle, in microseconds.  The
- * cached agent registers a buffer of its own: two caches of one process
- * cannot both watch the same pages with userfaultfd (libregcache(7)).
+ * cached agent and the bare cache register buffers of their own: two
+ * caches of one process cannot both watch the same pages with
+ * userfaultfd (libregcache(7)).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -23,9 +28,11 @@
 #include <time.h>
 #include <sys/mman.h>
 
+#include <regcache.h>
+
 #include "bench_reg.h"
 
-enum { M_LOCAL, M_REMOTE, M_CACHED, M_COUNT };
+enum { M_LOCAL, M_REMOTE, M_CACHED, M_CACHE, M_COUNT };
 
 static int64_t br_now_ns(void)
 {
@@ -62,17 +69,79 @@ static int br_batch(struct rdmaxfer_agent *agent, void *buf, uint64_t len,
 	return 0;
 }
 
+/* The bare cache's backend: a hit never calls it; a miss "registers"
+ * nothing (the handle is the address). */
+static int br_null_reg(void *user, void *addr, size_t len, uint32_t access,
+		       void **handle)
+{
+	(void)user;
+	(void)len;
+	(void)access;
+	*handle = addr;
+	return 0;
+}
+
+static int br_null_dereg(void *user, void *handle)
+{
+	(void)user;
+	(void)handle;
+	return 0;
+}
+
+/* One batch of n regcache_get + regcache_put of one range. */
+static int br_cache_batch(struct regcache *cache, void *buf, uint64_t len,
+			  int n, double *usec)
+{
+	struct regcache_entry *e;
+	int64_t t0 = br_now_ns();
+	int i, ret;
+
+	for (i = 0; i < n; i++) {
+		ret = regcache_get(cache, buf, len, 0, &e);
+		if (ret)
+			return ret;
+		regcache_put(cache, e);
+	}
+	*usec = (double)(br_now_ns() - t0) / 1e3 / n;
+	return 0;
+}
+
+/* One batch of mode m. */
+static int br_mode_batch(int m, struct rdmaxfer_agent *def,
+			 struct rdmaxfer_agent *keep, struct regcache *cache,
+			 uint8_t *buf, uint64_t maxs, uint64_t sz, int n,
+			 double *usec)
+{
+	switch (m) {
+	case M_LOCAL:
+		return br_batch(def, buf, sz, 0, n, usec);
+	case M_REMOTE:
+		return br_batch(def, buf, sz, RDMAXFER_ACCESS_REMOTE, n, usec);
+	case M_CACHED:
+		return br_batch(keep, buf + maxs, sz, RDMAXFER_ACCESS_REMOTE,
+				n, usec);
+	default:
+		return br_cache_batch(cache, buf + 2 * maxs, sz, n, usec);
+	}
+}
+
 int bench_reg_access(const struct bench_reg_cfg *cfg)
 {
 	static const char *const names[M_COUNT] = { "local", "remote",
-						    "cached" };
+						    "cached", "regcache" };
 	struct rdmaxfer_agent *def = NULL, *keep = NULL;
+	struct regcache_attr attr = {
+		.reg = br_null_reg,
+		.dereg = br_null_dereg,
+		.monitor = REGCACHE_MONITOR_AUTO,
+	};
+	struct regcache *cache = NULL;
 	struct rdmaxfer_agent_info info;
 	double *v[M_COUNT] = { NULL }, med[M_COUNT];
 	uint64_t maxs = 0;
 	size_t k;
-	uint8_t *buf = MAP_FAILED, *kbuf;
-	int ret, m, b;
+	uint8_t *buf = MAP_FAILED;
+	int ret, m = 0, b;
 
 	if (!cfg || !cfg->nsizes || cfg->batches < 1 || cfg->batch < 1)
 		return -EINVAL;
@@ -94,6 +163,12 @@ int bench_reg_access(const struct bench_reg_cfg *cfg)
 		ret = -EINVAL;
 		goto out;
 	}
+	ret = regcache_create(&attr, &cache);
+	if (ret) {
+		fprintf(stderr, "reg_access: regcache_create: %s (%d)\n",
+			rdmaxfer_strerror(ret), ret);
+		goto out;
+	}
 	for (m = 0; m < M_COUNT; m++) {
 		v[m] = calloc((size_t)cfg->batches, sizeof(double));
 		if (!v[m]) {
@@ -101,37 +176,33 @@ int bench_reg_access(const struct bench_reg_cfg *cfg)
 			goto out;
 		}
 	}
-	buf = mmap(NULL, 2 * maxs, PROT_READ | PROT_WRITE,
+	/* the agents' range, the caching agent's, the bare cache's */
+	buf = mmap(NULL, 3 * maxs, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (buf == MAP_FAILED) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	memset(buf, 0x5a, 2 * maxs);
-	kbuf = buf + maxs;
+	memset(buf, 0x5a, 3 * maxs);
 	if (cfg->csv)
-		printf("bytes,batches,batch,local_usec,remote_usec,cached_usec\n");
+		printf("bytes,batches,batch,local_usec,remote_usec,cached_usec,regcache_usec\n");
 	else
-		printf("# reg_access: %s, cache monitor %s; register + deregister of one range, usec per cycle, median of %d batches of %d\n"
-		       " #bytes      local[usec]  remote[usec]  cached-rkeys[usec]  remote/local\n",
-		       info.device, info.cache_monitor, cfg->batches,
-		       cfg->batch);
+		printf("# reg_access: %s, cache monitor %s (regcache: %s); register + deregister of one range, usec per cycle, median of %d batches of %d\n"
+		       " #bytes      local[usec]  remote[usec]  cached-rkeys[usec]  regcache[usec]  remote/local  local/regcache  cached/regcache\n",
+		       info.device, info.cache_monitor,
+		       regcache_monitor_name(cache), cfg->batches, cfg->batch);
 	for (k = 0; k < cfg->nsizes && !ret; k++) {
 		uint64_t sz = cfg->sizes[k];
 
 		/* warm: the first (missing) registration of each kind */
 		for (m = 0; m < M_COUNT && !ret; m++)
-			ret = br_batch(m == M_CACHED ? keep : def,
-				       m == M_CACHED ? kbuf : buf, sz,
-				       m == M_LOCAL ? 0 : RDMAXFER_ACCESS_REMOTE,
-				       1, &med[m]);
+			ret = br_mode_batch(m, def, keep, cache, buf, maxs, sz,
+					    1, &med[m]);
 		for (b = 0; b < cfg->batches && !ret; b++)
 			for (m = 0; m < M_COUNT && !ret; m++)
-				ret = br_batch(m == M_CACHED ? keep : def,
-					       m == M_CACHED ? kbuf : buf,
-					       sz, m == M_LOCAL ? 0 :
-					       RDMAXFER_ACCESS_REMOTE,
-					       cfg->batch, &v[m][b]);
+				ret = br_mode_batch(m, def, keep, cache, buf,
+						    maxs, sz, cfg->batch,
+						    &v[m][b]);
 		if (ret) {
 			fprintf(stderr, "reg_access: %s register of %" PRIu64
 				" B: %s (%d)\n", names[m > 0 ? m - 1 : 0], sz,
@@ -144,20 +215,23 @@ int bench_reg_access(const struct bench_reg_cfg *cfg)
 			med[m] = v[m][cfg->batches / 2];
 		}
 		if (cfg->csv)
-			printf("%" PRIu64 ",%d,%d,%.3f,%.3f,%.3f\n", sz,
+			printf("%" PRIu64 ",%d,%d,%.3f,%.3f,%.3f,%.3f\n", sz,
 			       cfg->batches, cfg->batch, med[M_LOCAL],
-			       med[M_REMOTE], med[M_CACHED]);
+			       med[M_REMOTE], med[M_CACHED], med[M_CACHE]);
 		else
-			printf(" %-11" PRIu64 " %-12.3f %-13.3f %-19.3f %.1f\n",
+			printf(" %-11" PRIu64 " %-12.3f %-13.3f %-19.3f %-15.3f %-13.1f %-15.2f %.2f\n",
 			       sz, med[M_LOCAL], med[M_REMOTE], med[M_CACHED],
-			       med[M_REMOTE] / med[M_LOCAL]);
+			       med[M_CACHE], med[M_REMOTE] / med[M_LOCAL],
+			       med[M_LOCAL] / med[M_CACHE],
+			       med[M_CACHED] / med[M_CACHE]);
 		fflush(stdout);
 	}
 out:
 	if (buf != MAP_FAILED)
-		munmap(buf, 2 * maxs);
+		munmap(buf, 3 * maxs);
 	for (m = 0; m < M_COUNT; m++)
 		free(v[m]);
+	regcache_destroy(cache);
 	rdmaxfer_agent_destroy(keep);
 	rdmaxfer_agent_destroy(def);
 	return ret;

@@ -826,7 +826,9 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 	rx_list_init(&agent->reqs);
 	rx_list_init(&agent->file_active);
 	rx_list_init(&agent->deferred);
+	pthread_spin_init(&agent->mem_lock, PTHREAD_PROCESS_PRIVATE);
 	rx_list_init(&agent->mems);
+	rx_list_init(&agent->mem_spares);
 	rx_list_init(&agent->async_node);
 	agent->wake_fd = -1;
 
@@ -1010,6 +1012,7 @@ void rdmaxfer_agent_destroy(struct rdmaxfer_agent *agent)
 	while (!rx_list_empty(&agent->mems))
 		rx_mem_release(rx_container_of(agent->mems.next,
 					       struct rdmaxfer_mem, node));
+	rx_mem_free_spares(agent);
 	pthread_mutex_lock(&agent->lock);
 	while (!rx_list_empty(&agent->peers))
 		rx_peer_free(rx_container_of(agent->peers.next,
@@ -1032,6 +1035,7 @@ void rdmaxfer_agent_destroy(struct rdmaxfer_agent *agent)
 	free(agent->notifs.ring);
 	pthread_cond_destroy(&agent->cond);
 	pthread_mutex_destroy(&agent->lock);
+	pthread_spin_destroy(&agent->mem_lock);
 	free(agent);
 }
 

@@ -269,7 +269,7 @@ struct rdmaxfer_req {
 
 struct rdmaxfer_mem {
 	struct rdmaxfer_agent *agent;
-	struct rx_list node;		/* agent->mems */
+	struct rx_list node;		/* agent->mems or ->mem_spares */
 	struct regcache_entry *entry;
 	struct regcache *cache;		/* entry's: the agent's or its ODP one */
 	uint8_t *addr;
@@ -296,6 +296,9 @@ struct rx_async_ev {
 };
 
 #define RX_ASYNC_RING		64
+
+/* freed handle structs an agent keeps for reuse (mem.c) */
+#define RX_MEM_SPARES		64
 
 struct rdmaxfer_agent {
 	pthread_mutex_t lock;
@@ -330,7 +333,17 @@ struct rdmaxfer_agent {
 
 	struct rx_list peers;
 	struct rx_list reqs;
+	/*
+	 * Memory handles (mem.c): the live ones, and up to RX_MEM_SPARES
+	 * freed handle structs kept for the next rdmaxfer_mem_register(), both
+	 * under mem_lock (a spinlock held for a few stores, never across a
+	 * call out of this library), so a cache hit takes no agent-wide lock
+	 * and allocates nothing.
+	 */
+	pthread_spinlock_t mem_lock;
 	struct rx_list mems;
+	struct rx_list mem_spares;
+	unsigned int nspares;
 	struct rx_list deferred;	/* struct rx_qp with doorbells to ring */
 	struct rx_list accept_q;
 	struct rx_notif_q notifs;
@@ -431,6 +444,7 @@ int rx_mem_register(struct rdmaxfer_agent *agent, struct regcache *cache,
 		    uint32_t access, unsigned int flags,
 		    struct rdmaxfer_mem **memp);
 void rx_mem_add(struct rdmaxfer_mem *mem);
+void rx_mem_free_spares(struct rdmaxfer_agent *agent);
 uint32_t rx_ibv_access(uint32_t access);	/* RDMAXFER_ACCESS_* -> IBV_ */
 
 /* dmabuf.c: drop what a DMABUF region holds besides its cache entry (the

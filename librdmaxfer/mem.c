@@ -87,9 +87,52 @@ void rx_mem_add(struct rdmaxfer_mem *mem)
 {
 	struct rdmaxfer_agent *agent = mem->agent;
 
-	pthread_mutex_lock(&agent->lock);
+	pthread_spin_lock(&agent->mem_lock);
 	rx_list_add_tail(&agent->mems, &mem->node);
-	pthread_mutex_unlock(&agent->lock);
+	pthread_spin_unlock(&agent->mem_lock);
+}
+
+/*
+ * A listed handle that is a copy of *init: a spare struct if the agent
+ * keeps one (one lock round, no allocation: the hit path), else a new
+ * one.  Filled under the lock, so the ODP prefetch's scan of the list
+ * (odp.c) never sees a spare's stale fields.
+ */
+static struct rdmaxfer_mem *mem_new(const struct rdmaxfer_mem *init)
+{
+	struct rdmaxfer_agent *agent = init->agent;
+	struct rdmaxfer_mem *mem = NULL;
+
+	pthread_spin_lock(&agent->mem_lock);
+	if (!rx_list_empty(&agent->mem_spares)) {
+		mem = rx_container_of(agent->mem_spares.next,
+				      struct rdmaxfer_mem, node);
+		rx_list_del(&mem->node);
+		agent->nspares--;
+		*mem = *init;
+		rx_list_add_tail(&agent->mems, &mem->node);
+	}
+	pthread_spin_unlock(&agent->mem_lock);
+	if (mem)
+		return mem;
+	mem = malloc(sizeof(*mem));
+	if (!mem)
+		return NULL;
+	*mem = *init;
+	rx_mem_add(mem);
+	return mem;
+}
+
+/* Agent teardown: the spare structs. */
+void rx_mem_free_spares(struct rdmaxfer_agent *agent)
+{
+	while (!rx_list_empty(&agent->mem_spares)) {
+		struct rx_list *n = agent->mem_spares.next;
+
+		rx_list_del(n);
+		free(rx_container_of(n, struct rdmaxfer_mem, node));
+	}
+	agent->nspares = 0;
 }
 
 /* A handle on a cache entry of [addr, addr + len), not listed yet. */
@@ -129,6 +172,7 @@ int rdmaxfer_mem_register_access(struct rdmaxfer_agent *agent, void *addr,
 				 uint32_t access, struct rdmaxfer_mem **memp)
 {
 	struct regcache *cache = agent ? agent->cache : NULL;
+	struct rdmaxfer_mem init;
 	unsigned int flags = 0;
 	int ret;
 
@@ -151,11 +195,27 @@ int rdmaxfer_mem_register_access(struct rdmaxfer_agent *agent, void *addr,
 		if (!(agent->attr.flags & RDMAXFER_AGENT_CACHE_RKEYS))
 			flags |= REGCACHE_GET_NOKEEP;
 	}
-	ret = rx_mem_register(agent, cache, addr, len, kind, access, flags,
-			      memp);
-	if (!ret)
-		rx_mem_add(*memp);
-	return ret;
+	init = (struct rdmaxfer_mem){
+		.agent = agent,
+		.cache = cache,
+		.addr = addr,
+		.len = len,
+		.kind = kind,
+		.access = access,
+	};
+	ret = rx_cache_get(cache, addr, len, rx_ibv_access(access), flags,
+			   &init.entry);
+	if (ret)
+		return ret;
+	if (access)
+		init.rkey = ((struct ibv_mr *)
+			     regcache_entry_handle(init.entry))->rkey;
+	*memp = mem_new(&init);
+	if (!*memp) {
+		regcache_put(cache, init.entry);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 RX_EXPORT
@@ -169,7 +229,7 @@ int rdmaxfer_mem_register(struct rdmaxfer_agent *agent, void *addr,
 
 /* The cache entry (none on the dma-buf device path), then what a dma-buf
  * region holds beyond it: its MR is gone before its mapping is. */
-static void mem_put(struct rdmaxfer_mem *mem)
+static void mem_put_refs(struct rdmaxfer_mem *mem)
 {
 	if (mem->entry)
 		regcache_put(mem->cache, mem->entry);
@@ -177,27 +237,51 @@ static void mem_put(struct rdmaxfer_mem *mem)
 		rx_dmabuf_release(mem);
 	if (mem->devmem)
 		rx_devmem_release(mem);
-	free(mem);
 }
 
+/* Agent teardown (one thread, nothing else running): unlist and free. */
 void rx_mem_release(struct rdmaxfer_mem *mem)
 {
 	rx_list_del(&mem->node);
-	mem_put(mem);
+	mem_put_refs(mem);
+	free(mem);
 }
 
+/*
+ * One lock round on the hit path: what the handle holds is released
+ * first, then the struct leaves the list for the spares (or is freed when
+ * RX_MEM_SPARES are kept).  Only an ODP handle is looked at through the
+ * list by another thread (odp.c's prefetch takes its lkey), so it leaves
+ * the list before its entry is put; a host handle still listed while its
+ * entry goes is seen by no one but agent teardown, which the caller does
+ * not run concurrently with its own deregister.
+ */
 RX_EXPORT
 int rdmaxfer_mem_deregister(struct rdmaxfer_mem *mem)
 {
 	struct rdmaxfer_agent *agent;
+	bool unlisted = false;
 
 	if (!mem)
 		return -EINVAL;
 	agent = mem->agent;
-	pthread_mutex_lock(&agent->lock);
-	rx_list_del(&mem->node);
-	pthread_mutex_unlock(&agent->lock);
-	mem_put(mem);
+	if (mem->cache && mem->cache != agent->cache) {
+		pthread_spin_lock(&agent->mem_lock);
+		rx_list_del(&mem->node);
+		pthread_spin_unlock(&agent->mem_lock);
+		unlisted = true;
+	}
+	mem_put_refs(mem);
+	pthread_spin_lock(&agent->mem_lock);
+	if (!unlisted)
+		rx_list_del(&mem->node);
+	if (agent->nspares < RX_MEM_SPARES) {
+		rx_list_add_tail(&agent->mem_spares, &mem->node);
+		agent->nspares++;
+		mem = NULL;
+	}
+	pthread_spin_unlock(&agent->mem_lock);
+	free(mem);
 	return 0;
 }
 

@@ -495,6 +495,67 @@ static void test_rights(void)
 	arena_end();
 }
 
+/*
+ * Handle structs are reused (an agent keeps freed ones for the next
+ * register): a reused handle carries nothing of its former range.  A
+ * remote handle deregistered, then a local-only one registered in its
+ * place: the local one exports nothing (-EACCES) and the old rkey is dead.
+ * Then more handles than the agent keeps spare, registered, checked,
+ * deregistered in an interleaved order and registered again, each
+ * describing exactly its own range; some left for agent teardown.
+ */
+#define REUSE_N		150
+
+static void test_handle_reuse(void)
+{
+	struct rdmaxfer_mem *m[REUSE_N], *l;
+	struct rdmaxfer_desc d, w;
+	unsigned int i, round;
+
+	arena_start();
+	m[0] = reg(DEF, psz + 64, 256, RDMAXFER_ACCESS_REMOTE, &d);
+	w = at(&d, d.addr, 64);
+	expect_ok(DEF, RDMAXFER_OP_WRITE, &w);
+	CU_ASSERT_EQUAL(rdmaxfer_mem_deregister(m[0]), 0);
+	l = reg(DEF, 3 * psz, 128, 0, NULL);
+	CU_ASSERT_EQUAL(rdmaxfer_mem_desc(l, 0, 0, &d), -EACCES);
+	expect_refused(DEF, RDMAXFER_OP_WRITE, &w, "old key, handle reused");
+	CU_ASSERT_EQUAL(rdmaxfer_mem_deregister(l), 0);
+
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < REUSE_N; i++) {
+			uint32_t acc = i % 3 ? RDMAXFER_ACCESS_REMOTE : 0;
+
+			m[i] = reg(DEF, 8 * i, 8 + 8 * (i % 5), acc, NULL);
+			if (acc) {
+				CU_ASSERT_EQUAL(rdmaxfer_mem_desc(m[i], 0, 0,
+								  &d), 0);
+				CU_ASSERT_EQUAL(d.addr, aaddr(8 * i));
+				CU_ASSERT_EQUAL(d.len, 8 + 8 * (i % 5));
+				CU_ASSERT_NOT_EQUAL(d.rkey, 0);
+			} else {
+				CU_ASSERT_EQUAL(rdmaxfer_mem_desc(m[i], 0, 0,
+								  &d),
+						-EACCES);
+			}
+		}
+		/* odd ones first, then the even ones (the last round keeps
+		 * every fourth for rdmaxfer_agent_destroy) */
+		for (i = 1; i < REUSE_N; i += 2)
+			CU_ASSERT_EQUAL(rdmaxfer_mem_deregister(m[i]), 0);
+		for (i = 0; i < REUSE_N; i += 2)
+			if (!round || i % 4)
+				CU_ASSERT_EQUAL(rdmaxfer_mem_deregister(m[i]),
+						0);
+	}
+	/* a live handle of a reused struct still exports exactly its range */
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_desc(m[4], 0, 0, &d), 0);
+	CU_ASSERT_EQUAL(d.addr, aaddr(32));
+	CU_ASSERT_EQUAL(d.len, 8 + 8 * (4 % 5));
+	expect_ok(DEF, RDMAXFER_OP_WRITE, &d);
+	arena_end();
+}
+
 /* The mode shows in rdmaxfer_agent_query(); the variable turns it on. */
 static void test_mode_info(void)
 {
@@ -526,6 +587,7 @@ static const struct rc_test_case cases[] = {
 	{ "dereg_default", test_dereg_default },
 	{ "dereg_cached", test_dereg_cached },
 	{ "rights", test_rights },
+	{ "handle_reuse", test_handle_reuse },
 	{ "mode_info", test_mode_info },
 	{ NULL, NULL }
 };

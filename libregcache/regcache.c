@@ -121,6 +121,8 @@ struct rc_hint {
 	struct regcache_entry *e;
 };
 static __thread struct rc_hint rc_hint __attribute__((tls_model("initial-exec")));
+/* The last exact entry this thread hit, valid while xtree_seq is unchanged. */
+static __thread struct rc_hint rc_xhint __attribute__((tls_model("initial-exec")));
 
 static size_t rc_page_size;
 
@@ -350,10 +352,9 @@ static void rc_remove_locked(struct regcache *cache, struct regcache_entry *e,
 	RC_WRITE_ONCE(e->in_tree, false);
 	/* after in_tree: see regcache_generation() */
 	atomic_fetch_add_explicit(&cache->inval_seq, 1, memory_order_release);
-	/* exact entries are never a hint: their churn leaves hints alone */
-	if (!e->exact)
-		atomic_fetch_add_explicit(&cache->tree_seq, 1,
-					  memory_order_release);
+	/* each index has its own hint, so churn in one leaves the other's */
+	atomic_fetch_add_explicit(e->exact ? &cache->xtree_seq :
+				  &cache->tree_seq, 1, memory_order_release);
 	rc_unsubscribe_locked(cache, e);
 	rc_entry_unref(e, RC_REF_TREE, release);
 }
@@ -366,9 +367,8 @@ static void rc_insert_locked(struct regcache *cache, struct regcache_entry *e)
 	cache->entries++;
 	cache->bytes += e->node.end - e->node.start;
 	RC_WRITE_ONCE(e->in_tree, true);
-	if (!e->exact)
-		atomic_fetch_add_explicit(&cache->tree_seq, 1,
-					  memory_order_release);
+	atomic_fetch_add_explicit(e->exact ? &cache->xtree_seq :
+				  &cache->tree_seq, 1, memory_order_release);
 }
 
 bool rc_evict_one(struct regcache *cache, struct rc_list *release)
@@ -1331,17 +1331,49 @@ static int rc_xfind_fn(struct rc_itree_node *n, void *arg)
 	return 1;
 }
 
-/* Read or write lock held. */
+/* Read or write lock held.  A find becomes this thread's exact hint. */
 static struct regcache_entry *rc_xlookup(struct regcache *cache,
 					 struct rc_xfind *f)
 {
 	uintptr_t start = f->addr & ~(rc_page_size - 1);
+	uint64_t seq = atomic_load_explicit(&cache->xtree_seq,
+					    memory_order_acquire);
 
 	f->found = NULL;
 	f->saw_stale = false;
 	/* identical ranges share their first page */
 	rc_itree_visit(&cache->xtree, start, start + 1, rc_xfind_fn, f);
+	if (f->found) {
+		rc_xhint.cache_id = cache->id;
+		rc_xhint.seq = seq;
+		rc_xhint.e = f->found;
+	}
 	return f->found;
+}
+
+/*
+ * The hinted exact entry, if it is the one asked for; lock held as for
+ * rc_xlookup.  The argument is rc_lookup's: every insertion into and
+ * removal from the exact index bumps xtree_seq under the write lock and
+ * the read side excludes the writer, so an unchanged xtree_seq means the
+ * hinted entry is still indexed (the index's reference keeps it), and it
+ * serves only the identical range, access and NOKEEP flag, as
+ * rc_xfind_fn would check.
+ */
+static inline struct regcache_entry *rc_xhint_get(struct regcache *cache,
+						  const struct rc_xfind *f)
+{
+	const struct rc_hint *h = &rc_xhint;
+	const struct regcache_entry *e = h->e;
+
+	if (h->cache_id == cache->id &&
+	    h->seq == atomic_load_explicit(&cache->xtree_seq,
+					   memory_order_acquire) &&
+	    e->xaddr == f->addr && e->xlen == f->len &&
+	    e->access == f->access && e->nokeep == f->nokeep &&
+	    rc_mon_valid_nocall(cache, e))
+		return h->e;
+	return NULL;
 }
 
 static void rc_exact_init(struct regcache_entry *e, const struct rc_xfind *f)
@@ -1504,6 +1536,19 @@ static int rc_get_exact(struct regcache *cache, uintptr_t a, size_t len,
 	    span > cache->max_bytes || !cache->max_entries) {
 		return rc_get_exact_uncached(cache, &f, entryp);
 	}
+	/* the hinted hit: what regcache_get()'s fast path does */
+	if (__builtin_expect(rc_mon_idle(cache), 1) &&
+	    !atomic_load_explicit(&cache->ndeferred, memory_order_relaxed) &&
+	    (s = rc_brlock_read_trylock(&cache->lock))) {
+		e = rc_xhint_get(cache, &f);
+		if (__builtin_expect(!!e, 1)) {
+			rc_hit(e);
+			rc_brlock_read_unlock(&cache->lock, s);
+			*entryp = e;
+			return 0;
+		}
+		rc_brlock_read_unlock(&cache->lock, s);
+	}
 	rc_mon_sync(cache);
 	rc_run_deferred(cache);
 
@@ -1649,13 +1694,13 @@ rc_entry_known_slow(struct regcache *cache, const struct regcache_entry *e)
  * reference), so exactly one side sees the count reach zero and releases.
  * Knowing the slot costs a binary search over the chunks under the read
  * side (the chunk array grows under the write lock), except for the
- * entry this thread's last lookup found (its hint): that pointer came out
- * of this cache's index, and cache ids are never reused, so it is a slot
- * of this cache for the cache's whole life.
+ * entry this thread's last lookup found in either index (its hints): that
+ * pointer came out of this cache's index, and cache ids are never reused,
+ * so it is a slot of this cache for the cache's whole life.
  */
 int regcache_put(struct regcache *cache, struct regcache_entry *entry)
 {
-	const struct rc_hint *h = &rc_hint;
+	const struct rc_hint *h = &rc_hint, *x = &rc_xhint;
 	uint64_t v;
 	bool nokeep;
 
@@ -1665,6 +1710,7 @@ int regcache_put(struct regcache *cache, struct regcache_entry *entry)
 		return -ESTALE;
 	/* a live slot of this cache's chunks has entry->cache == cache */
 	if (__builtin_expect(entry != h->e || h->cache_id != cache->id, 0) &&
+	    (entry != x->e || x->cache_id != cache->id) &&
 	    !rc_entry_known_slow(cache, entry))
 		return -EINVAL;
 	if (__atomic_load_n(&entry->magic, __ATOMIC_ACQUIRE) != RC_MAGIC_LIVE)

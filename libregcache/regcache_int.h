@@ -121,6 +121,7 @@ struct regcache {
 	struct rc_brlock lock;
 	uint64_t id;			/* for per-thread hints */
 	_Atomic uint64_t tree_seq;	/* bumped on every index change */
+	_Atomic uint64_t xtree_seq;	/* the same for the exact index */
 	/* bumped (release) after every removal from either index, from 1 */
 	_Atomic uint64_t inval_seq;
 	struct rc_itree tree;

@@ -314,6 +314,98 @@ static void test_exact_invalidated(void)
 	munmap(p, 2 * psz);
 }
 
+/* e is live and registers exactly (addr, len, access). */
+static bool serves(struct regcache_entry *e, const char *addr, size_t len,
+		   uint32_t access)
+{
+	struct xr_rec *r = rec_of(e);
+
+	return r->live && r->addr == (uintptr_t)addr && r->len == len &&
+	       r->access == access;
+}
+
+/*
+ * A thread's repeated exact get is served from its per-thread hint (no
+ * index search).  The hint must serve only the identical request and
+ * only while its entry is indexed and valid: another access, length or
+ * NOKEEP flag at the same address; the range unmapped and mapped again
+ * with no explicit event processing (the get itself must notice); the
+ * entry flushed and its slot reused for another range.
+ */
+static void test_exact_hint(void)
+{
+	struct regcache_entry *e, *e2, *o;
+	char *p = map_pages(2), *q;
+	int n;
+
+	CU_ASSERT_FATAL(p != NULL);
+	CU_ASSERT_FATAL(make(mon_type) == 0);
+	CU_ASSERT_FATAL(regcache_get_flags(cache, p + 8, 64, ACC_RWRITE,
+					   REGCACHE_GET_EXACT, &e) == 0);
+	CU_ASSERT(regcache_put(cache, e) == 0);
+	CU_ASSERT_FATAL(regcache_get_flags(cache, p + 8, 64, ACC_RWRITE,
+					   REGCACHE_GET_EXACT, &e2) == 0);
+	CU_ASSERT_PTR_EQUAL(e, e2);
+	CU_ASSERT(regcache_put(cache, e2) == 0);
+	CU_ASSERT_EQUAL(nrecs, 1);
+
+	/* same address, anything else different: never the hinted entry */
+	n = nrecs;
+	CU_ASSERT_FATAL(regcache_get_flags(cache, p + 8, 64, ACC_RREAD,
+					   REGCACHE_GET_EXACT, &o) == 0);
+	CU_ASSERT(o != e && serves(o, p + 8, 64, ACC_RREAD));
+	CU_ASSERT(regcache_put(cache, o) == 0);
+	CU_ASSERT_FATAL(regcache_get_flags(cache, p + 8, 64, ACC_RWRITE,
+					   REGCACHE_GET_EXACT, &e2) == 0);
+	CU_ASSERT_PTR_EQUAL(e, e2);
+	CU_ASSERT(regcache_put(cache, e2) == 0);
+	CU_ASSERT_FATAL(regcache_get_flags(cache, p + 8, 56, ACC_RWRITE,
+					   REGCACHE_GET_EXACT, &o) == 0);
+	CU_ASSERT(o != e && serves(o, p + 8, 56, ACC_RWRITE));
+	CU_ASSERT(regcache_put(cache, o) == 0);
+	CU_ASSERT_FATAL(regcache_get_flags(cache, p + 8, 64, ACC_RWRITE,
+					   REGCACHE_GET_EXACT, &e2) == 0);
+	CU_ASSERT(regcache_put(cache, e2) == 0);
+	CU_ASSERT_FATAL(regcache_get_flags(cache, p + 8, 64, ACC_RWRITE, XN,
+					   &o) == 0);
+	CU_ASSERT(o != e && serves(o, p + 8, 64, ACC_RWRITE));
+	CU_ASSERT(regcache_put(cache, o) == 0);
+	CU_ASSERT_EQUAL(nrecs, n + 3);
+
+	/* remapped under the hint, no regcache_process_events() */
+	CU_ASSERT_FATAL(regcache_get_flags(cache, p + 8, 64, ACC_RWRITE,
+					   REGCACHE_GET_EXACT, &e2) == 0);
+	CU_ASSERT_PTR_EQUAL(e, e2);
+	CU_ASSERT(regcache_put(cache, e2) == 0);
+	n = nrecs;
+	q = mmap(p, 2 * psz, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	CU_ASSERT_FATAL(q == p);
+	memset(q, 3, 2 * psz);
+	CU_ASSERT_FATAL(regcache_get_flags(cache, p + 8, 64, ACC_RWRITE,
+					   REGCACHE_GET_EXACT, &e2) == 0);
+	CU_ASSERT_EQUAL(nrecs, n + 1);		/* registered anew */
+	CU_ASSERT(serves(e2, p + 8, 64, ACC_RWRITE));
+	CU_ASSERT_EQUAL(live_count(), 1);	/* the old ones are gone */
+	CU_ASSERT(regcache_put(cache, e2) == 0);
+
+	/* flushed, its slot reused by another range: the hint serves no one */
+	CU_ASSERT(regcache_flush(cache) == 0);
+	CU_ASSERT_EQUAL(live_count(), 0);
+	CU_ASSERT_FATAL(regcache_get_flags(cache, p + psz, 32, ACC_RWRITE,
+					   REGCACHE_GET_EXACT, &o) == 0);
+	CU_ASSERT(serves(o, p + psz, 32, ACC_RWRITE));
+	n = nrecs;
+	CU_ASSERT_FATAL(regcache_get_flags(cache, p + 8, 64, ACC_RWRITE,
+					   REGCACHE_GET_EXACT, &e2) == 0);
+	CU_ASSERT(e2 != o && serves(e2, p + 8, 64, ACC_RWRITE));
+	CU_ASSERT_EQUAL(nrecs, n + 1);
+	CU_ASSERT(regcache_put(cache, e2) == 0);
+	CU_ASSERT(regcache_put(cache, o) == 0);
+	drop();
+	munmap(p, 2 * psz);
+}
+
 /* Exact entries count in max_entries and are evicted like the others. */
 static void test_exact_limits(void)
 {
@@ -394,6 +486,7 @@ static const struct rc_test_case cases[] = {
 	{ "exact_never_merged", test_exact_never_merged },
 	{ "nokeep", test_nokeep },
 	{ "exact_invalidated", test_exact_invalidated },
+	{ "exact_hint", test_exact_hint },
 	{ "exact_limits", test_exact_limits },
 	{ "exact_none_monitor", test_exact_none },
 	{ "flags_bad", test_flags_bad },

@@ -380,10 +380,28 @@ static void test_fork_child_exits(void)
 		assert_event(&t, REGCACHE_REASON_PROTECTION, NULL, 0);
 	} else {
 		assert_unchanged(&t);
-		/* the child is gone: the write reuses the page, still the same */
+		/*
+		 * The child is gone, so the write normally reuses the page
+		 * and nothing changes.  But the kernel reuses an anonymous
+		 * page only if nothing else holds a reference to it at that
+		 * instant (an LRU batch, a migration or compaction scan); else
+		 * it copies the page (seen once on 7.3 under TCG, in the
+		 * notifier=context pass of a CI run), or a migration may move
+		 * it, and the watch must then say exactly that: one event
+		 * naming this page (CLEAR for the copy).
+		 */
 		p[0] = 2;
 		drain();
-		assert_unchanged(&t);
+		if (kt_slot(&c, t.slot) == t.word) {
+			assert_unchanged(&t);
+		} else {
+			int i = kt_find_event(evs, nev, t.cookie);
+
+			rc_diag("the page changed under the write (another reference at the fault): event reason %d",
+				i >= 0 ? (int)evs[i].reason : -1);
+			assert_slot_changed(&t);
+			assert_event(&t, 0, p, pg);
+		}
 	}
 	munmap(p, 2 * pg);
 	finish();

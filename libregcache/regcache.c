@@ -1315,13 +1315,20 @@ struct rc_xfind {
 	bool saw_stale;
 };
 
+/* Does exact entry e serve f: the identical range, access and NOKEEP? */
+static inline bool rc_xmatch(const struct regcache_entry *e,
+			     const struct rc_xfind *f)
+{
+	return e->xaddr == f->addr && e->xlen == f->len &&
+	       e->access == f->access && e->nokeep == f->nokeep;
+}
+
 static int rc_xfind_fn(struct rc_itree_node *n, void *arg)
 {
 	struct rc_xfind *f = arg;
 	struct regcache_entry *e = rc_node_entry(n);
 
-	if (e->xaddr != f->addr || e->xlen != f->len ||
-	    e->access != f->access || e->nokeep != f->nokeep)
+	if (!rc_xmatch(e, f))
 		return 0;
 	if (!rc_mon_valid(f->cache, e)) {
 		f->saw_stale = true;
@@ -1357,8 +1364,7 @@ static struct regcache_entry *rc_xlookup(struct regcache *cache,
  * removal from the exact index bumps xtree_seq under the write lock and
  * the read side excludes the writer, so an unchanged xtree_seq means the
  * hinted entry is still indexed (the index's reference keeps it), and it
- * serves only the identical range, access and NOKEEP flag, as
- * rc_xfind_fn would check.
+ * serves only what rc_xfind_fn would serve (rc_xmatch).
  */
 static inline struct regcache_entry *rc_xhint_get(struct regcache *cache,
 						  const struct rc_xfind *f)
@@ -1369,9 +1375,7 @@ static inline struct regcache_entry *rc_xhint_get(struct regcache *cache,
 	if (h->cache_id == cache->id &&
 	    h->seq == atomic_load_explicit(&cache->xtree_seq,
 					   memory_order_acquire) &&
-	    e->xaddr == f->addr && e->xlen == f->len &&
-	    e->access == f->access && e->nokeep == f->nokeep &&
-	    rc_mon_valid_nocall(cache, e))
+	    rc_xmatch(e, f) && rc_mon_valid_nocall(cache, e))
 		return h->e;
 	return NULL;
 }

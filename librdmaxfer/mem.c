@@ -135,33 +135,50 @@ void rx_mem_free_spares(struct rdmaxfer_agent *agent)
 	agent->nspares = 0;
 }
 
+/* What a handle on a cache entry of [addr, addr + len) holds: the get. */
+static int mem_fill(struct rdmaxfer_agent *agent, struct regcache *cache,
+		    void *addr, size_t len, enum rdmaxfer_mem_kind kind,
+		    uint32_t access, unsigned int flags,
+		    struct rdmaxfer_mem *m)
+{
+	int ret;
+
+	*m = (struct rdmaxfer_mem){
+		.agent = agent,
+		.cache = cache,
+		.addr = addr,
+		.len = len,
+		.kind = kind,
+		.access = access,
+	};
+	ret = rx_cache_get(cache, addr, len, rx_ibv_access(access), flags,
+			   &m->entry);
+	if (ret)
+		return ret;
+	if (access)
+		m->rkey = ((struct ibv_mr *)
+			   regcache_entry_handle(m->entry))->rkey;
+	return 0;
+}
+
 /* A handle on a cache entry of [addr, addr + len), not listed yet. */
 int rx_mem_register(struct rdmaxfer_agent *agent, struct regcache *cache,
 		    void *addr, size_t len, enum rdmaxfer_mem_kind kind,
 		    uint32_t access, unsigned int flags,
 		    struct rdmaxfer_mem **memp)
 {
-	struct rdmaxfer_mem *mem;
-	struct ibv_mr *mr;
+	struct rdmaxfer_mem init, *mem;
 	int ret;
 
-	mem = calloc(1, sizeof(*mem));
-	if (!mem)
-		return -ENOMEM;
-	ret = rx_cache_get(cache, addr, len, rx_ibv_access(access), flags,
-			   &mem->entry);
-	if (ret) {
-		free(mem);
+	ret = mem_fill(agent, cache, addr, len, kind, access, flags, &init);
+	if (ret)
 		return ret;
+	mem = malloc(sizeof(*mem));
+	if (!mem) {
+		regcache_put(cache, init.entry);
+		return -ENOMEM;
 	}
-	mr = regcache_entry_handle(mem->entry);
-	mem->agent = agent;
-	mem->cache = cache;
-	mem->addr = addr;
-	mem->len = len;
-	mem->kind = kind;
-	mem->access = access;
-	mem->rkey = access ? mr->rkey : 0;
+	*mem = init;
 	*memp = mem;
 	return 0;
 }
@@ -195,21 +212,9 @@ int rdmaxfer_mem_register_access(struct rdmaxfer_agent *agent, void *addr,
 		if (!(agent->attr.flags & RDMAXFER_AGENT_CACHE_RKEYS))
 			flags |= REGCACHE_GET_NOKEEP;
 	}
-	init = (struct rdmaxfer_mem){
-		.agent = agent,
-		.cache = cache,
-		.addr = addr,
-		.len = len,
-		.kind = kind,
-		.access = access,
-	};
-	ret = rx_cache_get(cache, addr, len, rx_ibv_access(access), flags,
-			   &init.entry);
+	ret = mem_fill(agent, cache, addr, len, kind, access, flags, &init);
 	if (ret)
 		return ret;
-	if (access)
-		init.rkey = ((struct ibv_mr *)
-			     regcache_entry_handle(init.entry))->rkey;
 	*memp = mem_new(&init);
 	if (!*memp) {
 		regcache_put(cache, init.entry);

@@ -806,7 +806,9 @@ static int post_batch(struct rdmaxfer_req **reqs, const unsigned int *idx,
  * Bandwidth at one size: o.window requests of o.post_list messages each,
  * reposted as they complete, oldest first (they complete in order on one
  * QP).  Completed requests are reposted o.batch at a time with one
- * doorbell, or as soon as the oldest outstanding one is still in progress.
+ * doorbell, as perftest posts whole post lists; a partial batch goes only
+ * when fewer than o.batch requests are still in flight, so a window
+ * smaller than a few batches never drains.
  * One timestamp per window's worth of completions gives the peak; the
  * average covers first post to last completion.
  */
@@ -881,7 +883,10 @@ static int bw_one(struct client *c, uint64_t size, long iters)
 	while (completed < posts) {
 		ret = rdmaxfer_req_test(reqs[i]);
 		if (ret == -EINPROGRESS) {
-			if (nready) {
+			/* a partial batch only when the device would
+			 * otherwise run short: fewer than a batch in flight */
+			if (nready &&
+			    posted - (long)nready - completed < (long)nbatch) {
 				ret = post_batch(reqs, ready, nready);
 				nready = 0;
 				if (ret)

@@ -1,52 +1,17 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
-# kmod: regcache.ko on this kernel.  Loads the module once per parameter
-# set a test needs (defaults; strict=1; ring_entries=16; small per-user
-# limits for the limits program and regcachectl as a user), runs the ABI,
-# semantics (FLUSH, status mapping, exec), huge page (THP, hugetlb),
-# invalidation, isolation, overflow, fuzz and stress programs (and most of
-# them again under notifier=context, the per-context design), checks
-# regcachectl against the live module, that unload is refused while a
-# context exists and clean after, and runs the benchmark (results in
-# $RC_RESULTS/bench_kmod-$RC_KERNEL.txt).  Knobs on the kernel command line
-# (VM_APPEND): kmod.stress=SECONDS (30), kmod.fuzz=ITERATIONS (100000).
+# kmod: regcache.ko on this kernel, first half (the second is kmod2.sh;
+# split so that the two halves boot side by side, which matters on the
+# debug kernel, where the whole suite took 450 s in one guest).  Loads
+# the module once per parameter set a test needs (defaults; strict=1;
+# ring_entries=16; small per-user limits for the limits program and
+# regcachectl as a user), runs the ABI, semantics (FLUSH, status mapping,
+# exec), huge page (THP, hugetlb), invalidation, isolation, overflow and
+# fuzz programs, checks regcachectl against the live module, and that
+# unload is refused while a context exists and clean after.  Knobs:
+# tests/vm/kmod-lib.sh.
 . "$RC_SRCDIR/tests/vm/guest-lib.sh"
-
-T=$RC_BUILDDIR/tests
-CTL=$RC_BUILDDIR/utils/regcachectl
-
-knob()
-{
-	v=$(tr ' ' '\n' </proc/cmdline | sed -n "s/^kmod\.$1=//p" | tail -n 1)
-	echo "${v:-$2}"
-}
-STRESS_S=$(knob stress 30)
-FUZZ_N=$(knob fuzz 100000)
-
-load()
-{
-	rc_kmod_load "$@"
-}
-
-unloaded()
-{
-	! grep -q '^regcache ' /proc/modules && [ ! -e /dev/regcache ]
-}
-
-# unload NAME: rmmod, then prove nothing is left behind.
-unload()
-{
-	if rmmod regcache && unloaded; then
-		rc_ok "$1"
-	else
-		rc_fail "$1" "rmmod failed or module/device still present"
-	fi
-}
-
-if [ ! -f "$RC_KMOD" ]; then
-	rc_fail "insmod regcache.ko" "$RC_KMOD not built"
-	exit 1
-fi
+. "$RC_SRCDIR/tests/vm/kmod-lib.sh"
 
 # --- defaults ---------------------------------------------------------
 rc_check "insmod regcache.ko ($RC_KVER)" load || exit 1
@@ -131,47 +96,4 @@ if rc_check "insmod max_user_contexts=4 max_user_watches=64" \
 	rc_check "regcachectl as a user: own context, counters need root" user_ctl
 	# module exit WARNs (dmesg) if any user's entry were left behind
 	unload "rmmod after limits"
-fi
-
-# --- notifier=context: the per-context notifier design -----------------
-# The same invalidation, semantics, huge page, isolation and teardown
-# programs against the other design (regcache_ctxnotif.c; abi's argument
-# checks are shared code and not repeated), a short stress (UNWATCH racing
-# munmap in 16 threads: the path lockdep watches on the debug kernel),
-# then a clean unload.
-rc_check "insmod rejects notifier=bogus" sh -c \
-	"! insmod '$RC_KMOD' notifier=bogus 2>/dev/null && ! grep -q '^regcache ' /proc/modules"
-if rc_check "insmod notifier=context" load notifier=context; then
-	rc_check "notifier parameter reads context" \
-		grep -qx context /sys/module/regcache/parameters/notifier
-	exec 3</dev/regcache
-	rc_check "fdinfo names the design" grep -q "^regcache-notifier:	context\$" /proc/$$/fdinfo/3
-	exec 3<&-
-	rc_run "sem notifier=context" "$T/test_kmod_sem"
-	rc_run "mm notifier=context" "$T/test_kmod_mm"
-	rc_run "inval notifier=context" "$T/test_kmod_inval"
-	rc_run "isolation notifier=context" "$T/test_kmod_isolation"
-	rc_run "stress 5s notifier=context" env KMOD_STRESS_SECONDS=5 "$T/test_kmod_stress"
-	unload "rmmod after notifier=context"
-fi
-if rc_check "insmod notifier=context strict=1" load notifier=context strict=1; then
-	rc_run "inval notifier=context strict=1" "$T/test_kmod_inval"
-	unload "rmmod after notifier=context strict=1"
-fi
-
-# --- stress and benchmark ---------------------------------------------
-if rc_check "insmod for stress" load; then
-	rc_run "stress ${STRESS_S}s" env KMOD_STRESS_SECONDS="$STRESS_S" "$T/test_kmod_stress"
-	if [ "$RC_KERNEL" = debug ]; then
-		# KASAN and lockdep set every cost: the figures would mean nothing
-		echo "# debug kernel: bench_kmod not run"
-	else
-		echo "--- bench_kmod ($RC_KERNEL)"
-		if timeout 300 env BENCH_REPS=3 BENCH_ROUNDS=15 "$T/bench_kmod"; then
-			rc_ok "bench_kmod ran (results in bench_kmod-$RC_KERNEL.txt)"
-		else
-			rc_fail "bench_kmod ran" "exit status $?"
-		fi
-	fi
-	unload "rmmod after stress"
 fi

@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# kmod-lib.sh: what the two halves of the module's suite share
+# (suites/kmod.sh and suites/kmod2.sh; sourced after guest-lib.sh).
+# Knobs on the kernel command line (VM_APPEND): kmod.stress=SECONDS (30),
+# kmod.fuzz=ITERATIONS (100000).
+
+T=$RC_BUILDDIR/tests
+CTL=$RC_BUILDDIR/utils/regcachectl
+
+knob()
+{
+	v=$(tr ' ' '\n' </proc/cmdline | sed -n "s/^kmod\.$1=//p" | tail -n 1)
+	echo "${v:-$2}"
+}
+STRESS_S=$(knob stress 30)
+FUZZ_N=$(knob fuzz 100000)
+
+load()
+{
+	rc_kmod_load "$@"
+}
+
+unloaded()
+{
+	! grep -q '^regcache ' /proc/modules && [ ! -e /dev/regcache ]
+}
+
+# unload NAME: rmmod, then prove nothing is left behind.
+unload()
+{
+	if rmmod regcache && unloaded; then
+		rc_ok "$1"
+	else
+		rc_fail "$1" "rmmod failed or module/device still present"
+	fi
+}
+
+if [ ! -f "$RC_KMOD" ]; then
+	rc_fail "insmod regcache.ko" "$RC_KMOD not built"
+	exit 1
+fi

@@ -2072,6 +2072,14 @@ int regcache_create(const struct regcache_attr *attr, struct regcache **cachep)
 	ret = rc_start_monitor(cache, type, env.monitor_set);
 	if (ret)
 		goto destroy_locks;
+	/*
+	 * The first entry chunk and this thread's reader record now rather
+	 * than in the first get: allocating and faulting in 1024 entries
+	 * (192 KiB) was part of the first registration's cost.  A failure
+	 * here is not one: the first miss tries again.
+	 */
+	rc_chunk_add(cache);
+	rc_reader_get();
 	if (cache->mon->type != REGCACHE_MONITOR_NONE && cache->max_entries)
 		cache->fast_max = cache->max_bytes;
 	*cachep = cache;

@@ -128,11 +128,47 @@ static size_t rc_page_size;
 
 /* ------------------------------------------------------------ allocator */
 
+/*
+ * An RC_HUGE_CHUNK-aligned mapping of RC_HUGE_CHUNK bytes, which the
+ * kernel may back with one transparent huge page (MADV_HUGEPAGE: it does
+ * so in the "madvise" and "always" modes); NULL if it cannot be mapped.
+ * Without a huge page it is ordinary memory, as a malloc'd chunk is.
+ */
+static struct regcache_entry *rc_chunk_map(void)
+{
+	size_t len = 2 * RC_HUGE_CHUNK;
+	char *p, *a;
+
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	a = (char *)(((uintptr_t)p + RC_HUGE_CHUNK - 1) &
+		     ~(uintptr_t)(RC_HUGE_CHUNK - 1));
+	if (a > p)
+		munmap(p, (size_t)(a - p));
+	if (p + len > a + RC_HUGE_CHUNK)
+		munmap(a + RC_HUGE_CHUNK, (size_t)(p + len - a - RC_HUGE_CHUNK));
+#ifdef MADV_HUGEPAGE
+	madvise(a, RC_HUGE_CHUNK, MADV_HUGEPAGE);
+#endif
+	return (struct regcache_entry *)a;
+}
+
+static void rc_chunk_free(const struct rc_chunk *c)
+{
+	if (c->mapped)
+		munmap(c->base, RC_HUGE_CHUNK);
+	else
+		free(c->base);
+}
+
 static int rc_chunk_add(struct regcache *cache)
 {
-	struct regcache_entry *base;
+	struct regcache_entry *base = NULL;
 	struct rc_chunk *c;
-	size_t i, pos;
+	size_t i, pos, n = RC_ENTRIES_PER_CHUNK;
+	bool mapped = false;
 
 	if (cache->nchunks == cache->chunks_cap) {
 		size_t cap = cache->chunks_cap ? cache->chunks_cap * 2 : 8;
@@ -143,11 +179,18 @@ static int rc_chunk_add(struct regcache *cache)
 		cache->chunks = c;
 		cache->chunks_cap = cap;
 	}
+	if (cache->nchunks >= RC_SMALL_CHUNKS) {
+		base = rc_chunk_map();
+		if (base) {
+			n = RC_HUGE_CHUNK / sizeof(*base);
+			mapped = true;
+		}
+	}
 	/* aligned: an entry's hot fields share one cache line */
-	if (posix_memalign((void **)&base, RC_CACHELINE,
-			   RC_ENTRIES_PER_CHUNK * sizeof(*base)))
+	if (!base && posix_memalign((void **)&base, RC_CACHELINE,
+				    n * sizeof(*base)))
 		return -ENOMEM;
-	memset(base, 0, RC_ENTRIES_PER_CHUNK * sizeof(*base));
+	memset(base, 0, n * sizeof(*base));
 	/* Keep chunks sorted by address for the binary search in put. */
 	for (pos = cache->nchunks; pos > 0; pos--) {
 		if (cache->chunks[pos - 1].base < base)
@@ -155,8 +198,10 @@ static int rc_chunk_add(struct regcache *cache)
 		cache->chunks[pos] = cache->chunks[pos - 1];
 	}
 	cache->chunks[pos].base = base;
+	cache->chunks[pos].n = n;
+	cache->chunks[pos].mapped = mapped;
 	cache->nchunks++;
-	for (i = 0; i < RC_ENTRIES_PER_CHUNK; i++) {
+	for (i = 0; i < n; i++) {
 		atomic_init(&base[i].refs, 0);
 		base[i].magic = RC_MAGIC_FREE;
 		rc_list_add_tail(&cache->free_list, &base[i].link);
@@ -236,7 +281,7 @@ static bool rc_entry_known(const struct regcache *cache,
 
 		if (p < b) {
 			hi = mid;
-		} else if (p >= b + RC_ENTRIES_PER_CHUNK * sizeof(*e)) {
+		} else if (p >= b + cache->chunks[mid].n * sizeof(*e)) {
 			lo = mid + 1;
 		} else {
 			return (p - b) % sizeof(*e) == 0;
@@ -1767,7 +1812,7 @@ static uint64_t rc_sum_hits(struct regcache *cache)
 	size_t i, j;
 
 	for (i = 0; i < cache->nchunks; i++)
-		for (j = 0; j < RC_ENTRIES_PER_CHUNK; j++)
+		for (j = 0; j < cache->chunks[i].n; j++)
 			h += atomic_load_explicit(&cache->chunks[i].base[j].hits,
 						  memory_order_relaxed);
 	return h;
@@ -2027,6 +2072,14 @@ int regcache_create(const struct regcache_attr *attr, struct regcache **cachep)
 	ret = rc_start_monitor(cache, type, env.monitor_set);
 	if (ret)
 		goto destroy_locks;
+	/*
+	 * The first entry chunk and this thread's reader record now rather
+	 * than in the first get: allocating and faulting in 1024 entries
+	 * (192 KiB) was part of the first registration's cost.  A failure
+	 * here is not one: the first miss tries again.
+	 */
+	rc_chunk_add(cache);
+	rc_reader_get();
 	if (cache->mon->type != REGCACHE_MONITOR_NONE && cache->max_entries)
 		cache->fast_max = cache->max_bytes;
 	*cachep = cache;
@@ -2075,7 +2128,7 @@ void regcache_destroy(struct regcache *cache)
 		cache->mon->stop(cache);
 	}
 	for (i = 0; i < cache->nchunks; i++)
-		free(cache->chunks[i].base);
+		rc_chunk_free(&cache->chunks[i]);
 	free(cache->chunks);
 	rc_itree_destroy(&cache->tree);
 	rc_itree_destroy(&cache->xtree);

@@ -32,6 +32,15 @@
 #define RC_MAGIC_FREE		0x72636672U	/* "rcfr" */
 
 #define RC_ENTRIES_PER_CHUNK	1024
+/*
+ * From this many chunks on (4096 entries), a new chunk is one 2 MiB
+ * mapping on a transparent huge page where the kernel gives one: a random
+ * lookup over many entries touches one entry per get, and on 4 KiB pages
+ * nearly every touch is a TLB miss as well as a cache miss.  Small caches
+ * keep small chunks (a huge page each would be 2 MiB of memory).
+ */
+#define RC_SMALL_CHUNKS		4
+#define RC_HUGE_CHUNK		(2UL << 20)
 
 struct rc_list {
 	struct rc_list *prev, *next;
@@ -114,7 +123,9 @@ extern const struct rc_monitor_ops rc_monitor_uffd_ops;
 extern const struct rc_monitor_ops rc_monitor_none_ops;
 
 struct rc_chunk {
-	struct regcache_entry *base;	/* RC_ENTRIES_PER_CHUNK entries */
+	struct regcache_entry *base;
+	size_t n;			/* entries at base */
+	bool mapped;			/* an RC_HUGE_CHUNK mapping, else malloc */
 };
 
 struct regcache {

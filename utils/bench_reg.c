@@ -14,11 +14,20 @@
  *  regcache   regcache_get() + regcache_put() of a cache of the
  *             benchmark's own (same monitor kind, a backend that never
  *             runs on a hit): the floor under the two hit columns, so
- *             local/regcache is what librdmaxfer's handle costs on top.
+ *             local/regcache is what librdmaxfer's handle costs on top;
+ *  raw        ibv_reg_mr() + ibv_dereg_mr() with the remote column's
+ *             access on the agent's device, no cache: remote/raw is what
+ *             a cache miss whose registration is dropped again costs
+ *             against a stack without a cache.
  * Each column is the median batch, per cycle, in microseconds.  The
  * cached agent and the bare cache register buffers of their own: two
  * caches of one process cannot both watch the same pages with
  * userfaultfd (libregcache(7)).
+ *
+ * Before anything else registers, the first registration of the process
+ * through the cache (local, a miss) and the first raw one are timed once
+ * each, in an order the process id's parity picks (so that repeated runs
+ * alternate which one finds the device and the kernel cold).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -26,13 +35,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <sys/mman.h>
 
+#include <infiniband/verbs.h>
 #include <regcache.h>
 
 #include "bench_reg.h"
 
-enum { M_LOCAL, M_REMOTE, M_CACHED, M_CACHE, M_COUNT };
+enum { M_LOCAL, M_REMOTE, M_CACHED, M_CACHE, M_RAW, M_COUNT };
+
+#define BR_RAW_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | \
+		       IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)
 
 static int64_t br_now_ns(void)
 {
@@ -106,11 +120,29 @@ static int br_cache_batch(struct regcache *cache, void *buf, uint64_t len,
 	return 0;
 }
 
+/* One batch of n ibv_reg_mr + ibv_dereg_mr of one range, no cache. */
+static int br_raw_batch(struct ibv_pd *pd, void *buf, uint64_t len, int n,
+			double *usec)
+{
+	struct ibv_mr *mr;
+	int64_t t0 = br_now_ns();
+	int i;
+
+	for (i = 0; i < n; i++) {
+		mr = ibv_reg_mr(pd, buf, len, BR_RAW_ACCESS);
+		if (!mr)
+			return errno ? -errno : -EIO;
+		ibv_dereg_mr(mr);
+	}
+	*usec = (double)(br_now_ns() - t0) / 1e3 / n;
+	return 0;
+}
+
 /* One batch of mode m. */
 static int br_mode_batch(int m, struct rdmaxfer_agent *def,
 			 struct rdmaxfer_agent *keep, struct regcache *cache,
-			 uint8_t *buf, uint64_t maxs, uint64_t sz, int n,
-			 double *usec)
+			 struct ibv_pd *pd, uint8_t *buf, uint64_t maxs,
+			 uint64_t sz, int n, double *usec)
 {
 	switch (m) {
 	case M_LOCAL:
@@ -120,15 +152,65 @@ static int br_mode_batch(int m, struct rdmaxfer_agent *def,
 	case M_CACHED:
 		return br_batch(keep, buf + maxs, sz, RDMAXFER_ACCESS_REMOTE,
 				n, usec);
-	default:
+	case M_CACHE:
 		return br_cache_batch(cache, buf + 2 * maxs, sz, n, usec);
+	default:
+		return br_raw_batch(pd, buf + 3 * maxs, sz, n, usec);
 	}
+}
+
+/* One local register + deregister (a miss); usec, and usec in reg. */
+static int br_first_one(struct rdmaxfer_agent *agent, uint8_t *buf,
+			uint64_t sz, double *usec, double *reg_usec)
+{
+	struct regcache_stats st0, st1;
+	int ret;
+
+	memset(&st0, 0, sizeof(st0));
+	memset(&st1, 0, sizeof(st1));
+	rdmaxfer_agent_cache_stats(agent, &st0);
+	ret = br_batch(agent, buf, sz, 0, 1, usec);
+	rdmaxfer_agent_cache_stats(agent, &st1);
+	*reg_usec = (double)(st1.reg_ns - st0.reg_ns) / 1e3;
+	return ret;
+}
+
+/*
+ * The first registration of the process: a local miss through the
+ * default agent (the cache's ordinary path) and a raw ibv_reg_mr, once
+ * each, nothing registered before; "in reg" is the part of the cached one
+ * spent in the registration callback (the cache's reg_ns), the rest is
+ * the cache, its monitor and the handle.  Then the first registration of
+ * the second agent's cache: a miss as well, but with the code paths and
+ * the process warm, so first - second is what the process pays once.
+ */
+static int br_first(struct rdmaxfer_agent *def, struct rdmaxfer_agent *keep,
+		    struct ibv_pd *pd, uint8_t *buf, uint64_t maxs, uint64_t sz)
+{
+	double cached = 0, cached_reg = 0, second = 0, second_reg = 0, raw = 0;
+	bool raw_first = getpid() & 1;
+	int k, ret = 0;
+
+	for (k = 0; k < 2 && !ret; k++) {
+		if ((k == 0) == raw_first)
+			ret = br_raw_batch(pd, buf + 3 * maxs, sz, 1, &raw);
+		else
+			ret = br_first_one(def, buf, sz, &cached, &cached_reg);
+	}
+	if (!ret)
+		ret = br_first_one(keep, buf + maxs, sz, &second, &second_reg);
+	if (ret)
+		return ret;
+	printf("# first registration of the process, %" PRIu64 " B (%s first): cache %.1f usec (in reg %.1f), raw %.1f usec, cache - raw %.1f usec; first of a second cache %.1f usec (in reg %.1f)\n",
+	       sz, raw_first ? "raw" : "cache", cached, cached_reg, raw,
+	       cached - raw, second, second_reg);
+	return 0;
 }
 
 int bench_reg_access(const struct bench_reg_cfg *cfg)
 {
 	static const char *const names[M_COUNT] = { "local", "remote",
-						    "cached", "regcache" };
+						    "cached", "regcache", "raw" };
 	struct rdmaxfer_agent *def = NULL, *keep = NULL;
 	struct regcache_attr attr = {
 		.reg = br_null_reg,
@@ -136,6 +218,7 @@ int bench_reg_access(const struct bench_reg_cfg *cfg)
 		.monitor = REGCACHE_MONITOR_AUTO,
 	};
 	struct regcache *cache = NULL;
+	struct ibv_pd *pd = NULL;
 	struct rdmaxfer_agent_info info;
 	double *v[M_COUNT] = { NULL }, med[M_COUNT];
 	uint64_t maxs = 0;
@@ -163,6 +246,12 @@ int bench_reg_access(const struct bench_reg_cfg *cfg)
 		ret = -EINVAL;
 		goto out;
 	}
+	ret = cfg->open_pd(info.device, &pd);
+	if (ret) {
+		fprintf(stderr, "reg_access: %s: protection domain: %s (%d)\n",
+			info.device, rdmaxfer_strerror(ret), ret);
+		goto out;
+	}
 	ret = regcache_create(&attr, &cache);
 	if (ret) {
 		fprintf(stderr, "reg_access: regcache_create: %s (%d)\n",
@@ -176,32 +265,40 @@ int bench_reg_access(const struct bench_reg_cfg *cfg)
 			goto out;
 		}
 	}
-	/* the agents' range, the caching agent's, the bare cache's */
-	buf = mmap(NULL, 3 * maxs, PROT_READ | PROT_WRITE,
+	/* the agents' range, the caching agent's, the bare cache's, raw */
+	buf = mmap(NULL, 4 * maxs, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (buf == MAP_FAILED) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	memset(buf, 0x5a, 3 * maxs);
-	if (cfg->csv)
-		printf("bytes,batches,batch,local_usec,remote_usec,cached_usec,regcache_usec\n");
-	else
-		printf("# reg_access: %s, cache monitor %s (regcache: %s); register + deregister of one range, usec per cycle, median of %d batches of %d\n"
-		       " #bytes      local[usec]  remote[usec]  cached-rkeys[usec]  regcache[usec]  remote/local  local/regcache  cached/regcache\n",
+	memset(buf, 0x5a, 4 * maxs);
+	if (!cfg->csv) {
+		printf("# reg_access: %s, cache monitor %s (regcache: %s); register + deregister of one range, usec per cycle, median of %d batches of %d\n",
 		       info.device, info.cache_monitor,
 		       regcache_monitor_name(cache), cfg->batches, cfg->batch);
+		ret = br_first(def, keep, pd, buf, maxs, cfg->sizes[0]);
+		if (ret) {
+			fprintf(stderr, "reg_access: first registration: %s (%d)\n",
+				rdmaxfer_strerror(ret), ret);
+			goto out;
+		}
+	}
+	if (cfg->csv)
+		printf("bytes,batches,batch,local_usec,remote_usec,cached_usec,regcache_usec,raw_usec\n");
+	else
+		printf(" #bytes      local[usec]  remote[usec]  cached-rkeys[usec]  regcache[usec]  raw[usec]  remote/local  local/regcache  cached/regcache  remote/raw\n");
 	for (k = 0; k < cfg->nsizes && !ret; k++) {
 		uint64_t sz = cfg->sizes[k];
 
 		/* warm: the first (missing) registration of each kind */
 		for (m = 0; m < M_COUNT && !ret; m++)
-			ret = br_mode_batch(m, def, keep, cache, buf, maxs, sz,
-					    1, &med[m]);
+			ret = br_mode_batch(m, def, keep, cache, pd, buf,
+					    maxs, sz, 1, &med[m]);
 		for (b = 0; b < cfg->batches && !ret; b++)
 			for (m = 0; m < M_COUNT && !ret; m++)
-				ret = br_mode_batch(m, def, keep, cache, buf,
-						    maxs, sz, cfg->batch,
+				ret = br_mode_batch(m, def, keep, cache, pd,
+						    buf, maxs, sz, cfg->batch,
 						    &v[m][b]);
 		if (ret) {
 			fprintf(stderr, "reg_access: %s register of %" PRIu64
@@ -215,23 +312,28 @@ int bench_reg_access(const struct bench_reg_cfg *cfg)
 			med[m] = v[m][cfg->batches / 2];
 		}
 		if (cfg->csv)
-			printf("%" PRIu64 ",%d,%d,%.3f,%.3f,%.3f,%.3f\n", sz,
-			       cfg->batches, cfg->batch, med[M_LOCAL],
-			       med[M_REMOTE], med[M_CACHED], med[M_CACHE]);
+			printf("%" PRIu64 ",%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f\n",
+			       sz, cfg->batches, cfg->batch, med[M_LOCAL],
+			       med[M_REMOTE], med[M_CACHED], med[M_CACHE],
+			       med[M_RAW]);
 		else
-			printf(" %-11" PRIu64 " %-12.3f %-13.3f %-19.3f %-15.3f %-13.1f %-15.2f %.2f\n",
+			printf(" %-11" PRIu64 " %-12.3f %-13.3f %-19.3f %-15.3f %-10.3f %-13.1f %-15.2f %-16.2f %.3f\n",
 			       sz, med[M_LOCAL], med[M_REMOTE], med[M_CACHED],
-			       med[M_CACHE], med[M_REMOTE] / med[M_LOCAL],
+			       med[M_CACHE], med[M_RAW],
+			       med[M_REMOTE] / med[M_LOCAL],
 			       med[M_LOCAL] / med[M_CACHE],
-			       med[M_CACHED] / med[M_CACHE]);
+			       med[M_CACHED] / med[M_CACHE],
+			       med[M_REMOTE] / med[M_RAW]);
 		fflush(stdout);
 	}
 out:
 	if (buf != MAP_FAILED)
-		munmap(buf, 3 * maxs);
+		munmap(buf, 4 * maxs);
 	for (m = 0; m < M_COUNT; m++)
 		free(v[m]);
 	regcache_destroy(cache);
+	if (pd)
+		cfg->close_pd(pd);
 	rdmaxfer_agent_destroy(keep);
 	rdmaxfer_agent_destroy(def);
 	return ret;

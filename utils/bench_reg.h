@@ -12,6 +12,8 @@
 
 #include <rdmaxfer.h>
 
+struct ibv_pd;
+
 struct bench_reg_cfg {
 	const uint64_t *sizes;
 	size_t nsizes;
@@ -20,11 +22,15 @@ struct bench_reg_cfg {
 	bool csv;
 	/* an agent with the benchmark's options and these extra flags */
 	int (*make_agent)(uint32_t flags, struct rdmaxfer_agent **agentp);
+	/* a protection domain of its own on the named device (raw column) */
+	int (*open_pd)(const char *device, struct ibv_pd **pdp);
+	void (*close_pd)(struct ibv_pd *pd);
 };
 
 /* Print the register + deregister cost of one range, repeated, for local
- * access, remote access (default) and remote access with cached rkeys.
- * Returns 0 or -errno. */
+ * access, remote access (default), remote access with cached rkeys, the
+ * bare cache and raw verbs, and the process's first registration, cached
+ * and raw.  Returns 0 or -errno. */
 int bench_reg_access(const struct bench_reg_cfg *cfg);
 
 #endif /* RDMAXFER_BENCH_REG_H */

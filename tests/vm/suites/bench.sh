@@ -121,13 +121,14 @@ fi
 rc_check "bench reg text output (4 KiB .. 64 KiB)" \
 	timeout 120 "$BENCH" -d "$RXE_DEV" -n 3 -s 64K reg
 # reg_access: local, remote (rkey dies with the handle) and cached-rkey
-# columns, and regcache_get + put on a bare cache; the remote one registers
-# every cycle, so it must cost more than the local hit (a ratio within one
-# run, not a speed), and the bare cache's column must have run
+# columns, regcache_get + put on a bare cache and raw verbs; the remote one
+# registers every cycle, so it must cost more than the local hit (a ratio
+# within one run, not a speed), and the bare cache's and the raw column
+# must have run
 if timeout 120 "$BENCH" -d "$RXE_DEV" --csv -n 20 -s 64K reg_access \
 	>"$OUT/reg_access.csv" 2>"$OUT/reg_access.err"; then
 	cat "$OUT/reg_access.csv"
-	if awk -F, '/^[0-9]/ { ok = $5 > 2 * $4 && $5 > 2 * $6 && $7 > 0 } END { exit !ok }' \
+	if awk -F, '/^[0-9]/ { ok = $5 > 2 * $4 && $5 > 2 * $6 && $7 > 0 && $8 > 0 } END { exit !ok }' \
 		"$OUT/reg_access.csv"; then
 		rc_ok "bench reg_access (remote registers, local and cached hit)"
 	else

@@ -598,6 +598,7 @@ void rx_deliver_notifs(struct rdmaxfer_agent *agent)
 		return;
 	}
 	agent->delivering = true;
+	agent->deliverer = pthread_self();
 	while (agent->notif_fn && agent->notifs.count) {
 		struct rx_notif_q *q = &agent->notifs;
 
@@ -612,6 +613,8 @@ void rx_deliver_notifs(struct rdmaxfer_agent *agent)
 		pthread_mutex_lock(&agent->lock);
 	}
 	agent->delivering = false;
+	/* rdmaxfer_set_notif_cb() may wait for this callback to return */
+	pthread_cond_broadcast(&agent->cond);
 	pthread_mutex_unlock(&agent->lock);
 	free(n);
 }

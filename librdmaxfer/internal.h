@@ -350,6 +350,7 @@ struct rdmaxfer_agent {
 	rdmaxfer_notif_fn notif_fn;
 	void *notif_user;
 	bool delivering;		/* a thread is running the callback */
+	pthread_t deliverer;		/* that thread, while delivering */
 
 	uint32_t rd_atom;
 	bool cq_armed;

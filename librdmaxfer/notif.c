@@ -356,6 +356,13 @@ int rdmaxfer_set_notif_cb(struct rdmaxfer_agent *agent, rdmaxfer_notif_fn fn,
 	pthread_mutex_lock(&agent->lock);
 	agent->notif_fn = fn;
 	agent->notif_user = user;
+	/* a callback running in another thread (the progress thread) may
+	 * still use the old user, which the caller may free next (a ring
+	 * destroyed after its callback was taken away did): wait for it to
+	 * return, unless this is that callback */
+	while (agent->delivering &&
+	       !pthread_equal(agent->deliverer, pthread_self()))
+		pthread_cond_wait(&agent->cond, &agent->lock);
 	pthread_mutex_unlock(&agent->lock);
 	rx_deliver_notifs(agent);
 	return 0;

@@ -89,6 +89,24 @@ static void target_ring_destroy(struct ring_target *t)
 	t->ring = NULL;
 }
 
+/*
+ * Until the target has released grains: the initiator's flush saw the
+ * WRITEs acknowledged, but the last completions may still be on their
+ * way through the target's progress thread, and a grain handed to the
+ * agent after its ring is gone would go to the next point's ring.  0, or
+ * -EBADMSG when another count stays.
+ */
+static int wait_released(struct ring_target *t, uint64_t grains)
+{
+	double t0 = now_s();
+
+	while (__atomic_load_n(&t->released, __ATOMIC_RELAXED) < grains &&
+	       now_s() - t0 < WAIT_MS / 1e3)
+		usleep(1000);
+	return __atomic_load_n(&t->released, __ATOMIC_RELAXED) == grains ?
+	       0 : -EBADMSG;
+}
+
 /* A ring of n slots of size bytes on tgt whose callback releases every
  * grain as it lands, and its target info. */
 static int target_ring_create(struct rdmaxfer_agent *tgt, uint32_t n,
@@ -247,6 +265,8 @@ static int point_local(const struct bench_ring_cfg *cfg,
 	if (ret)
 		return ret;
 	ret = ring_rounds(cfg, ini, &info, src, chunk, rsec, psec);
+	if (!ret)
+		ret = wait_released(&t, (uint64_t)chunk * ROUNDS);
 	target_ring_destroy(&t);
 	return ret;
 }
@@ -300,7 +320,6 @@ static int serve_points(const struct bench_ring_cfg *cfg,
 	struct ring_point_msg pt;
 	struct ring_end_msg end;
 	struct ring_target t = { NULL, 0 };
-	double t0;
 	int ret;
 
 	for (;;) {
@@ -324,18 +343,9 @@ static int serve_points(const struct bench_ring_cfg *cfg,
 		if (!ret && !im.status)
 			ret = c->recv(cag, peer, c->type_end, &end,
 				      sizeof(end), -1);
-		/* the last grains' completions may still be on their way
-		 * through this side's progress thread */
-		t0 = now_s();
-		while (!ret && !end.status && now_s() - t0 < WAIT_MS / 1e3 &&
-		       __atomic_load_n(&t.released, __ATOMIC_RELAXED) <
-		       end.grains)
-			usleep(1000);
 		if (!ret && !im.status) {
-			if (!end.status &&
-			    __atomic_load_n(&t.released, __ATOMIC_RELAXED) !=
-			    end.grains)
-				end.status = -EBADMSG;
+			if (!end.status)
+				end.status = wait_released(&t, end.grains);
 			end.grains = t.released;
 			fprintf(stderr, "# ring N %u size %llu: %llu grains "
 				"released (%s)\n", pt.n_slots,

@@ -512,17 +512,21 @@ static bool send_wc_current(struct rdmaxfer_agent *agent,
 static int rx_poll_cq_locked(struct rdmaxfer_agent *agent)
 {
 	struct ibv_wc wc[POLL_BATCH];
+	uint32_t recvs[POLL_BATCH];
 	int n, i, total = 0;
+	unsigned int nrecv;
 
 	rx_ring_deferred(agent);
 	for (;;) {
 		n = ibv_poll_cq(agent->cq, POLL_BATCH, wc);
 		if (n < 0)
 			return -EIO;
+		nrecv = 0;
 		for (i = 0; i < n; i++) {
 			switch (wc[i].wr_id & RX_TAG_MASK) {
 			case RX_TAG_RECV:
-				rx_recv_completion(agent, &wc[i]);
+				recvs[nrecv++] = rx_recv_completion(agent,
+								    &wc[i]);
 				break;
 			case RX_TAG_SEND:
 				rx_send_slot_done(agent, &wc[i]);
@@ -533,6 +537,9 @@ static int rx_poll_cq_locked(struct rdmaxfer_agent *agent)
 				break;
 			}
 		}
+		/* the consumed receive buffers back, one post for all */
+		if (nrecv)
+			rx_post_recvs(agent, recvs, nrecv);
 		total += n;
 		if (n < POLL_BATCH)
 			break;
@@ -543,22 +550,34 @@ static int rx_poll_cq_locked(struct rdmaxfer_agent *agent)
 }
 
 /*
- * Poll the CQ and the CM channel once.  Called with the lock held;
- * returns the number of work completions handled.
+ * The CQ, then the CM channel if cm and the async events if async (each
+ * a system call even when nothing is pending), then the deadlines.  Lock
+ * held; returns the work completions handled.
  */
-int rx_progress_locked(struct rdmaxfer_agent *agent)
+static int progress_some_locked(struct rdmaxfer_agent *agent, bool cm,
+				bool async)
 {
 	struct rdma_cm_event *ev;
 	int total = rx_poll_cq_locked(agent);
 
 	if (total < 0)
 		return total;
-	while (!rdma_get_cm_event(agent->cm_ch, &ev))
+	while (cm && !rdma_get_cm_event(agent->cm_ch, &ev))
 		rx_cm_event_locked(agent, ev);
-	rx_async_poll_locked(agent);
+	if (async)
+		rx_async_poll_locked(agent);
 	if (agent->next_deadline_ns && rx_now_ns() >= agent->next_deadline_ns)
 		rx_check_deadlines(agent);
 	return total;
+}
+
+/*
+ * Poll the CQ and the CM channel once.  Called with the lock held;
+ * returns the number of work completions handled.
+ */
+int rx_progress_locked(struct rdmaxfer_agent *agent)
+{
+	return progress_some_locked(agent, true, true);
 }
 
 /*
@@ -598,6 +617,7 @@ void rx_deliver_notifs(struct rdmaxfer_agent *agent)
 		return;
 	}
 	agent->delivering = true;
+	agent->deliverer = pthread_self();
 	while (agent->notif_fn && agent->notifs.count) {
 		struct rx_notif_q *q = &agent->notifs;
 
@@ -612,6 +632,8 @@ void rx_deliver_notifs(struct rdmaxfer_agent *agent)
 		pthread_mutex_lock(&agent->lock);
 	}
 	agent->delivering = false;
+	/* rdmaxfer_set_notif_cb() may wait for this callback to return */
+	pthread_cond_broadcast(&agent->cond);
 	pthread_mutex_unlock(&agent->lock);
 	free(n);
 }
@@ -665,8 +687,10 @@ int rx_block(struct rdmaxfer_agent *agent, int64_t deadline_ns)
 			return -EIO;
 		agent->cq_armed = true;
 		/* completions that raced with the arming are polled by the
-		 * caller's next round: report progress possible */
-		if (rx_progress_locked(agent) > 0)
+		 * caller's next round: report progress possible (only the
+		 * CQ can race with its arming; the CM and async channels
+		 * are polled below and cost a system call each to read) */
+		if (rx_poll_cq_locked(agent) > 0)
 			return 0;
 	}
 	pfd[0].fd = agent->comp_ch->fd;
@@ -691,6 +715,7 @@ static void *progress_thread(void *arg)
 {
 	struct rdmaxfer_agent *agent = arg;
 	struct pollfd pfd[4];
+	bool cm = true, async = true;
 	uint64_t cnt;
 
 	pfd[0].fd = agent->comp_ch->fd;
@@ -703,26 +728,57 @@ static void *progress_thread(void *arg)
 	pfd[3].events = POLLIN;
 	pthread_mutex_lock(&agent->lock);
 	while (!agent->stop) {
-		rx_progress_locked(agent);
+		/* the CM channel and the async events only when poll() saw
+		 * them readable or the thread was woken (the first round:
+		 * always): a stream of grains wakes the thread once per
+		 * completion or so, and each empty read is a system call */
+		progress_some_locked(agent, cm, async);
 		if (!agent->cq_armed) {
 			ibv_req_notify_cq(agent->cq, 0);
 			agent->cq_armed = true;
-			rx_progress_locked(agent);
+			rx_poll_cq_locked(agent);
 		}
 		agent->progress_gen++;
 		pthread_cond_broadcast(&agent->cond);
 		pthread_mutex_unlock(&agent->lock);
 		rx_deliver_notifs(agent);
-		poll(pfd, 4, 100);
+		if (poll(pfd, 4, 100) < 0) {
+			/* interrupted: a full round, no wake to clear */
+			pfd[1].revents = POLLIN;
+			pfd[2].revents = 0;
+			pfd[3].revents = POLLIN;
+		}
 		if (pfd[2].revents &&
 		    read(agent->wake_fd, &cnt, sizeof(cnt)) < 0) {
 			/* spurious: nothing to clear */
 		}
+		/* a wake (another thread's request, or another agent that
+		 * read this one's async events off the shared context) gets
+		 * a full round */
+		cm = pfd[1].revents || pfd[2].revents;
+		async = pfd[3].revents || pfd[2].revents;
 		pthread_mutex_lock(&agent->lock);
 		drain_comp_channel(agent);
 	}
 	pthread_mutex_unlock(&agent->lock);
 	return NULL;
+}
+
+/* Every receive buffer of the SRQ, posted at creation. */
+static int post_all_recvs(struct rdmaxfer_agent *agent)
+{
+	uint32_t idx[RX_RECV_BATCH], i, k, n;
+	int ret = 0;
+
+	for (i = 0; i < agent->attr.srq_depth && !ret; i += n) {
+		n = agent->attr.srq_depth - i;
+		if (n > RX_RECV_BATCH)
+			n = RX_RECV_BATCH;
+		for (k = 0; k < n; k++)
+			idx[k] = i + k;
+		ret = rx_post_recvs(agent, idx, n);
+	}
+	return ret;
 }
 
 static int alloc_buffers(struct rdmaxfer_agent *agent)
@@ -803,7 +859,6 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 	struct rdmaxfer_agent *agent;
 	struct ibv_srq_init_attr srq_attr = { 0 };
 	struct regcache_attr cattr = { 0 };
-	uint32_t i;
 	int ret;
 
 	if (!agentp)
@@ -910,11 +965,9 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 	ret = alloc_buffers(agent);
 	if (ret)
 		goto free_buffers;
-	for (i = 0; i < agent->attr.srq_depth; i++) {
-		ret = rx_post_recv(agent, i);
-		if (ret)
-			goto free_buffers;
-	}
+	ret = post_all_recvs(agent);
+	if (ret)
+		goto free_buffers;
 
 	cattr.reg = cache_reg;
 	cattr.dereg = cache_dereg;

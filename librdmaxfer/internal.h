@@ -350,6 +350,7 @@ struct rdmaxfer_agent {
 	rdmaxfer_notif_fn notif_fn;
 	void *notif_user;
 	bool delivering;		/* a thread is running the callback */
+	pthread_t deliverer;		/* that thread, while delivering */
 
 	uint32_t rd_atom;
 	bool cq_armed;
@@ -467,8 +468,11 @@ int rx_cache_get(struct regcache *cache, void *addr, size_t len,
 		 struct regcache_entry **entryp);
 
 /* notif.c */
-int rx_post_recv(struct rdmaxfer_agent *agent, uint32_t index);
-void rx_recv_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc);
+/* receive buffers reposted per ibv_post_srq_recv() call at most */
+#define RX_RECV_BATCH	32
+int rx_post_recvs(struct rdmaxfer_agent *agent, const uint32_t *index,
+		  unsigned int n);
+uint32_t rx_recv_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc);
 void rx_notif_expose(const struct rdmaxfer_notif *n);
 void rx_send_slot_done(struct rdmaxfer_agent *agent, struct ibv_wc *wc);
 void rx_notif_slots_free(struct rdmaxfer_peer *peer);

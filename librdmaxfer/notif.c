@@ -6,7 +6,8 @@
  * notification is either an RDMA WRITE with immediate (value only, after a
  * transfer's data) or a SEND with immediate carrying a payload of up to
  * RDMAXFER_NOTIF_MSG_MAX bytes; each consumes one receive buffer, which is
- * copied out and reposted at once.  Everything a peer notifies travels on
+ * copied out and reposted with the others of the same poll of the CQ
+ * (one post of a chain).  Everything a peer notifies travels on
  * its first QP, so a peer's notifications arrive in the order sent.  QPs
  * are connected with infinite RNR retry: a receiver that runs out of
  * buffers slows its senders down instead of failing them.
@@ -23,22 +24,39 @@
 
 #include "internal.h"
 
-int rx_post_recv(struct rdmaxfer_agent *agent, uint32_t index)
+/*
+ * Post the receive buffers of n indices as one chain: one call (and on a
+ * device with a doorbell, one doorbell) for all the receives a poll of
+ * the CQ consumed.
+ */
+int rx_post_recvs(struct rdmaxfer_agent *agent, const uint32_t *index,
+		  unsigned int n)
 {
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)agent->recv_buf +
-			(size_t)index * RDMAXFER_NOTIF_MSG_MAX,
-		.length = RDMAXFER_NOTIF_MSG_MAX,
-		.lkey = agent->recv_mr->lkey,
-	};
-	struct ibv_recv_wr wr = {
-		.wr_id = ((uint64_t)index << 3) | RX_TAG_RECV,
-		.sg_list = &sge,
-		.num_sge = 1,
-	}, *bad;
-	int ret = ibv_post_srq_recv(agent->srq, &wr, &bad);
+	struct ibv_sge sge[RX_RECV_BATCH];
+	struct ibv_recv_wr wr[RX_RECV_BATCH], *bad;
+	unsigned int i;
+	int ret;
 
-	return ret > 0 ? -ret : ret;
+	while (n) {
+		unsigned int k = n < RX_RECV_BATCH ? n : RX_RECV_BATCH;
+
+		for (i = 0; i < k; i++) {
+			sge[i].addr = (uintptr_t)agent->recv_buf +
+				      (size_t)index[i] * RDMAXFER_NOTIF_MSG_MAX;
+			sge[i].length = RDMAXFER_NOTIF_MSG_MAX;
+			sge[i].lkey = agent->recv_mr->lkey;
+			wr[i].wr_id = ((uint64_t)index[i] << 3) | RX_TAG_RECV;
+			wr[i].sg_list = &sge[i];
+			wr[i].num_sge = 1;
+			wr[i].next = i + 1 < k ? &wr[i + 1] : NULL;
+		}
+		ret = ibv_post_srq_recv(agent->srq, wr, &bad);
+		if (ret)
+			return ret > 0 ? -ret : ret;
+		index += k;
+		n -= k;
+	}
+	return 0;
 }
 
 static int notif_push(struct rx_notif_q *q, const struct rdmaxfer_notif *n)
@@ -61,8 +79,10 @@ static int notif_push(struct rx_notif_q *q, const struct rdmaxfer_notif *n)
 	return 0;
 }
 
-/* Lock held. */
-void rx_recv_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
+/* Lock held: a receive completed; its buffer's index is returned for
+ * the caller to post again (rx_post_recvs(), with the others of its
+ * poll). */
+uint32_t rx_recv_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
 {
 	uint32_t index = (uint32_t)((wc->wr_id & RX_PTR_MASK) >> 3);
 	struct rx_notif_wc nw;
@@ -71,13 +91,13 @@ void rx_recv_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
 	unsigned int qi;
 
 	if (wc->status != IBV_WC_SUCCESS)
-		goto repost;
+		return index;
 	peer = rx_peer_by_qpn(agent, wc->qp_num, &qi);
 	if (peer)
 		rx_qp_comm_est(&peer->qps[qi]);
 	n = malloc(sizeof(*n));
 	if (!n)
-		goto repost;
+		return index;
 	nw.opcode = wc->opcode == IBV_WC_RECV ? RX_NOTIF_WC_RECV :
 		    wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM ?
 		    RX_NOTIF_WC_WRITE_IMM : RX_NOTIF_WC_OTHER;
@@ -94,8 +114,7 @@ void rx_recv_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
 		notif_push(&agent->notifs, n);
 	}
 	free(n);
-repost:
-	rx_post_recv(agent, index);
+	return index;
 }
 
 /* Lock held: the slots of a peer for QP 0 of the current generation,
@@ -356,6 +375,13 @@ int rdmaxfer_set_notif_cb(struct rdmaxfer_agent *agent, rdmaxfer_notif_fn fn,
 	pthread_mutex_lock(&agent->lock);
 	agent->notif_fn = fn;
 	agent->notif_user = user;
+	/* a callback running in another thread (the progress thread) may
+	 * still use the old user, which the caller may free next (a ring
+	 * destroyed after its callback was taken away did): wait for it to
+	 * return, unless this is that callback */
+	while (agent->delivering &&
+	       !pthread_equal(agent->deliverer, pthread_self()))
+		pthread_cond_wait(&agent->cond, &agent->lock);
 	pthread_mutex_unlock(&agent->lock);
 	rx_deliver_notifs(agent);
 	return 0;

@@ -3,22 +3,31 @@
  * bench_ring.c - rdmaxfer-bench "ring": the grain ring's cost against a
  * plain WRITE stream in the same run.
  *
- * Both sides live in this process: a target agent (progress thread) with
- * a ring whose callback releases each grain as it arrives, and an
- * initiator agent.  For each grain size and N in {4, 16, 64} the
- * initiator puts a number of grains (blocking on credits) and, on the
- * same connection, posts the same number of plain WRITEs of the same size
- * into the same slots, N in flight, in ROUNDS alternating rounds each, so
+ * Both sides live in this process (LOCAL), or the target in another
+ * process, another host (TARGET there, REMOTE here): a target agent
+ * (progress thread) with a ring whose callback releases each grain as
+ * it arrives, and an initiator agent.  For each grain size and N in
+ * {4, 16, 64} the initiator puts a number of grains (blocking on credits;
+ * cfg->batch per doorbell) and, on the same connection, posts the same
+ * number of plain WRITEs of the same size into the same slots, N in
+ * flight and as many per doorbell, in ROUNDS alternating rounds each, so
  * that a slow phase of the machine hits both sides alike.  The ratio is
  * what the ring costs (the immediate, the target's completion and release
  * per grain, credits); absolute numbers under an emulator mean nothing,
  * the ratio does.
+ *
+ * Remote, the target process has a second agent for the control
+ * messages (the ring's agent hands every notification to the ring): per
+ * point the initiator names N and the size, the target answers with the
+ * ring's one-line target info (JSON, the form a control plane carries),
+ * and after the point it confirms that it released every grain.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench_ring.h"
 
@@ -36,18 +45,105 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* The target's side of one point: its ring, and the grains released. */
+struct ring_target {
+	struct rdmaxfer_ring *ring;
+	uint64_t released;
+};
+
+/* Control messages of the remote mode (cfg->ctl's types).  A point of
+ * n_slots 0 ends the session. */
+struct ring_point_msg {
+	uint32_t magic;
+	uint32_t n_slots;
+	uint64_t size;
+};
+
+struct ring_info_msg {
+	uint32_t magic;
+	int32_t status;
+	char json[RDMAXFER_RING_JSON_MAX];
+};
+
+/* initiator -> target: grains put; the answer: grains released */
+struct ring_end_msg {
+	uint32_t magic;
+	int32_t status;
+	uint64_t grains;
+};
+
 static void release_cb(void *user, const struct rdmaxfer_grain *g)
 {
-	rdmaxfer_ring_release(user, g->index);
+	struct ring_target *t = user;
+
+	rdmaxfer_ring_release(t->ring, g->index);
+	__atomic_add_fetch(&t->released, 1, __ATOMIC_RELAXED);
 }
 
-/* Plain WRITEs of len bytes into the ring's slots, n_slots in flight. */
+static void target_ring_destroy(struct ring_target *t)
+{
+	if (!t->ring)
+		return;
+	rdmaxfer_ring_set_cb(t->ring, NULL, NULL);
+	rdmaxfer_ring_destroy(t->ring);
+	t->ring = NULL;
+}
+
+/*
+ * Until the target has released grains: the initiator's flush saw the
+ * WRITEs acknowledged, but the last completions may still be on their
+ * way through the target's progress thread, and a grain handed to the
+ * agent after its ring is gone would go to the next point's ring.  0, or
+ * -EBADMSG when another count stays.
+ */
+static int wait_released(struct ring_target *t, uint64_t grains)
+{
+	double t0 = now_s();
+
+	while (__atomic_load_n(&t->released, __ATOMIC_RELAXED) < grains &&
+	       now_s() - t0 < WAIT_MS / 1e3)
+		usleep(1000);
+	return __atomic_load_n(&t->released, __ATOMIC_RELAXED) == grains ?
+	       0 : -EBADMSG;
+}
+
+/* A ring of n slots of size bytes on tgt whose callback releases every
+ * grain as it lands, and its target info. */
+static int target_ring_create(struct rdmaxfer_agent *tgt, uint32_t n,
+			      uint64_t size, struct ring_target *t,
+			      struct rdmaxfer_ring_info *info)
+{
+	int ret;
+
+	t->released = 0;
+	ret = rdmaxfer_ring_create(tgt, n, size, 0, &t->ring);
+	if (ret) {
+		t->ring = NULL;
+		return ret;
+	}
+	ret = rdmaxfer_ring_set_cb(t->ring, release_cb, t);
+	if (!ret)
+		ret = rdmaxfer_ring_get_info(t->ring, info);
+	if (ret)
+		target_ring_destroy(t);
+	return ret;
+}
+
+/* RDMAXFER_POST_MORE for all but every batch-th post of count and the
+ * last. */
+static unsigned int more_flag(uint32_t i, uint32_t count, uint32_t batch)
+{
+	return (i + 1) % batch && i + 1 < count ? RDMAXFER_POST_MORE : 0;
+}
+
+/* Plain WRITEs of a slot's size into the ring's slots, n_slots in
+ * flight, batch per doorbell. */
 static int plain_writes(struct rdmaxfer_peer *peer,
 			const struct rdmaxfer_ring_info *info, void *src,
-			size_t len, uint32_t iters, double *secs)
+			uint32_t iters, uint32_t batch, double *secs)
 {
 	struct rdmaxfer_req **reqs;
-	struct rdmaxfer_iov iov = { src, len };
+	struct rdmaxfer_iov iov = { src, info->slot_size };
 	uint32_t i, n = info->n_slots;
 	double t0;
 	int ret = 0;
@@ -59,7 +155,7 @@ static int plain_writes(struct rdmaxfer_peer *peer,
 		struct rdmaxfer_desc d = info->slots;
 
 		d.addr += (uint64_t)i * info->slot_size;
-		d.len = len;
+		d.len = info->slot_size;
 		ret = rdmaxfer_xfer_prepare(peer, RDMAXFER_OP_WRITE, &iov, 1,
 					    &d, 1, NULL, &reqs[i]);
 	}
@@ -68,7 +164,9 @@ static int plain_writes(struct rdmaxfer_peer *peer,
 		if (i >= n)
 			ret = rdmaxfer_req_wait(reqs[i % n], WAIT_MS);
 		if (!ret)
-			ret = rdmaxfer_req_post(reqs[i % n]);
+			ret = rdmaxfer_req_post_flags(reqs[i % n],
+						      more_flag(i, iters,
+								batch));
 	}
 	for (i = 0; i < n && i < iters; i++) {
 		int r = rdmaxfer_req_wait(reqs[i], WAIT_MS);
@@ -84,82 +182,243 @@ static int plain_writes(struct rdmaxfer_peer *peer,
 	return ret;
 }
 
-static int ring_point(const struct bench_ring_cfg *cfg,
-		      struct rdmaxfer_agent *tgt, struct rdmaxfer_agent *ini,
-		      uint32_t n, uint64_t size, void *src)
+/* Grains per point: given, else by size (about 256 MiB, 64 to 4000),
+ * rounded up to a multiple of ROUNDS; returned per round. */
+static uint32_t round_grains(const struct bench_ring_cfg *cfg, uint64_t size)
 {
-	struct rdmaxfer_ring_writer *w = NULL;
-	struct rdmaxfer_ring_info info;
-	struct rdmaxfer_ring *ring;
-	struct rdmaxfer_iov iov = { src, size };
-	uint32_t i, r, iters = cfg->iters, chunk;
-	uint64_t next = 0;
-	double t0, sec = 0, rsec = 0, psec = 0;
-	int ret;
+	uint32_t iters = cfg->iters;
 
 	if (!iters) {
 		iters = (uint32_t)((256ULL << 20) / size);
 		iters = iters < 64 ? 64 : iters > 4000 ? 4000 : iters;
 	}
-	ret = rdmaxfer_ring_create(tgt, n, size, 0, &ring);
-	if (ret)
-		return ret;
-	ret = rdmaxfer_ring_set_cb(ring, release_cb, ring);
-	if (!ret)
-		ret = rdmaxfer_ring_get_info(ring, &info);
-	if (!ret)
-		ret = rdmaxfer_ring_attach(ini, &info, WAIT_MS, &w);
-	chunk = (iters + ROUNDS - 1) / ROUNDS;
-	iters = chunk * ROUNDS;
+	return (iters + ROUNDS - 1) / ROUNDS;
+}
+
+/*
+ * The initiator's side of one point, on a ring whose target info is
+ * info: ROUNDS rounds, each chunk grains put (blocking on credits,
+ * cfg->batch per doorbell) and then as many plain WRITEs on the writer's
+ * own connection; the seconds of each side summed in *rsec and *psec.
+ */
+static int ring_rounds(const struct bench_ring_cfg *cfg,
+		       struct rdmaxfer_agent *ini,
+		       const struct rdmaxfer_ring_info *info, void *src,
+		       uint32_t chunk, double *rsec, double *psec)
+{
+	struct rdmaxfer_ring_writer *w = NULL;
+	struct rdmaxfer_iov iov = { src, info->slot_size };
+	uint32_t i, r, batch = cfg->batch > 1 ? cfg->batch : 1;
+	uint64_t next = 0;
+	double t0, sec = 0;
+	int ret;
+
+	*rsec = 0;
+	*psec = 0;
+	ret = rdmaxfer_ring_attach(ini, info, WAIT_MS, &w);
 	for (r = 0; r < ROUNDS && !ret; r++) {
 		t0 = now_s();
 		for (i = 0; i < chunk && !ret; i++)
-			ret = rdmaxfer_ring_put(w, next++, &iov, 1, 0, WAIT_MS);
+			ret = rdmaxfer_ring_put(w, next++, &iov, 1,
+						more_flag(i, chunk, batch),
+						WAIT_MS);
 		if (!ret)
 			ret = rdmaxfer_ring_flush(w, WAIT_MS);
-		rsec += now_s() - t0;
+		*rsec += now_s() - t0;
 		/* the plain WRITEs on the writer's own connection: same
 		 * path */
 		if (!ret)
-			ret = plain_writes(rdmaxfer_ring_writer_peer(w), &info,
-					   src, size, chunk, &sec);
-		psec += sec;
+			ret = plain_writes(rdmaxfer_ring_writer_peer(w), info,
+					   src, chunk, batch, &sec);
+		*psec += sec;
 	}
 	if (w)
 		rdmaxfer_ring_detach(w);
-	rdmaxfer_ring_set_cb(ring, NULL, NULL);
-	rdmaxfer_ring_destroy(ring);
+	return ret;
+}
+
+static void print_point(const struct bench_ring_cfg *cfg, uint32_t n,
+			uint64_t size, uint32_t iters, double rsec,
+			double psec)
+{
+	const char *fmt = cfg->csv ?
+		"ring,%u,%llu,%u,%.1f,%.2f,%.1f,%.2f,%.3f\n" :
+		"%4u %10llu %6u %12.1f %10.2f %12.1f %10.2f %8.3f\n";
+
+	printf(fmt, n, (unsigned long long)size, iters, iters / rsec,
+	       iters * (double)size / rsec / 1048576.0, iters / psec,
+	       iters * (double)size / psec / 1048576.0, rsec / psec);
+	fflush(stdout);
+}
+
+/* One point with the target in this process (agent tgt). */
+static int point_local(const struct bench_ring_cfg *cfg,
+		       struct rdmaxfer_agent *tgt, struct rdmaxfer_agent *ini,
+		       uint32_t n, uint64_t size, void *src, uint32_t chunk,
+		       double *rsec, double *psec)
+{
+	struct rdmaxfer_ring_info info;
+	struct ring_target t;
+	int ret;
+
+	ret = target_ring_create(tgt, n, size, &t, &info);
 	if (ret)
 		return ret;
-	if (cfg->csv)
-		printf("ring,%u,%llu,%u,%.1f,%.2f,%.1f,%.2f,%.3f\n", n,
-		       (unsigned long long)size, iters, iters / rsec,
-		       iters * (double)size / rsec / 1048576.0, iters / psec,
-		       iters * (double)size / psec / 1048576.0, rsec / psec);
-	else
-		printf("%4u %10llu %6u %12.1f %10.2f %12.1f %10.2f %8.3f\n", n,
-		       (unsigned long long)size, iters, iters / rsec,
-		       iters * (double)size / rsec / 1048576.0, iters / psec,
-		       iters * (double)size / psec / 1048576.0, rsec / psec);
-	fflush(stdout);
-	return 0;
+	ret = ring_rounds(cfg, ini, &info, src, chunk, rsec, psec);
+	if (!ret)
+		ret = wait_released(&t, (uint64_t)chunk * ROUNDS);
+	target_ring_destroy(&t);
+	return ret;
+}
+
+/* One point with a remote target (control peer ctl): ask it for a ring,
+ * measure, and have it confirm that it released every grain. */
+static int point_remote(const struct bench_ring_cfg *cfg,
+			struct rdmaxfer_agent *ini, struct rdmaxfer_peer *ctl,
+			uint32_t n, uint64_t size, void *src, uint32_t chunk,
+			double *rsec, double *psec)
+{
+	const struct bench_ring_ctl *c = &cfg->ctl;
+	struct ring_point_msg pt = { c->magic, n, size };
+	struct ring_end_msg end = { .magic = c->magic };
+	struct rdmaxfer_ring_info info;
+	static struct ring_info_msg im;
+	int ret, r;
+
+	ret = c->send(ini, ctl, c->type_point, &pt, sizeof(pt));
+	if (!ret)
+		ret = c->recv(ini, ctl, c->type_info, &im, sizeof(im),
+			      WAIT_MS);
+	if (!ret)
+		ret = im.status;
+	if (!ret) {
+		im.json[sizeof(im.json) - 1] = 0;
+		ret = rdmaxfer_ring_info_parse_json(im.json, &info);
+	}
+	if (ret)
+		return ret;
+	ret = ring_rounds(cfg, ini, &info, src, chunk, rsec, psec);
+	end.status = ret;
+	end.grains = (uint64_t)chunk * ROUNDS;
+	r = c->send(ini, ctl, c->type_end, &end, sizeof(end));
+	if (!r)
+		r = c->recv(ini, ctl, c->type_end, &end, sizeof(end), WAIT_MS);
+	if (!ret)
+		ret = r ? r : end.status;
+	return ret;
+}
+
+/* TARGET: the rings a remote initiator asks for, one at a time, until it
+ * sends the point of no slots (or goes away). */
+static int serve_points(const struct bench_ring_cfg *cfg,
+			struct rdmaxfer_agent *cag, struct rdmaxfer_peer *peer,
+			struct rdmaxfer_agent *tgt)
+{
+	const struct bench_ring_ctl *c = &cfg->ctl;
+	static struct ring_info_msg im;
+	struct rdmaxfer_ring_info info;
+	struct ring_point_msg pt;
+	struct ring_end_msg end;
+	struct ring_target t = { NULL, 0 };
+	int ret;
+
+	for (;;) {
+		ret = c->recv(cag, peer, c->type_point, &pt, sizeof(pt), -1);
+		if (ret || !pt.n_slots)
+			return ret;
+		memset(&im, 0, sizeof(im));
+		im.magic = c->magic;
+		if (pt.n_slots > RDMAXFER_RING_MAX_SLOTS || !pt.size ||
+		    pt.size > RING_MAX_BYTES / pt.n_slots)
+			im.status = -EINVAL;
+		else
+			im.status = target_ring_create(tgt, pt.n_slots,
+						       pt.size, &t, &info);
+		if (!im.status) {
+			im.status = rdmaxfer_ring_info_json(&info, im.json,
+							    sizeof(im.json));
+			im.status = im.status > 0 ? 0 : im.status;
+		}
+		ret = c->send(cag, peer, c->type_info, &im, sizeof(im));
+		if (!ret && !im.status)
+			ret = c->recv(cag, peer, c->type_end, &end,
+				      sizeof(end), -1);
+		if (!ret && !im.status) {
+			if (!end.status)
+				end.status = wait_released(&t, end.grains);
+			end.grains = t.released;
+			fprintf(stderr, "# ring N %u size %llu: %llu grains "
+				"released (%s)\n", pt.n_slots,
+				(unsigned long long)pt.size,
+				(unsigned long long)end.grains,
+				rdmaxfer_strerror(end.status));
+			ret = c->send(cag, peer, c->type_end, &end,
+				      sizeof(end));
+		}
+		target_ring_destroy(&t);
+		if (ret)
+			return ret;
+	}
+}
+
+/* TARGET: a control agent on port, the rings' agent on port + 1, both
+ * on cfg->host; one initiator is served. */
+static int bench_ring_target(const struct bench_ring_cfg *cfg)
+{
+	struct rdmaxfer_agent *cag = NULL, *tgt = NULL;
+	struct rdmaxfer_peer *peer = NULL;
+	int ret;
+
+	ret = cfg->make_agent(0, &cag);
+	if (!ret)
+		ret = cfg->make_target(&tgt);
+	if (!ret)
+		ret = rdmaxfer_listen(cag, cfg->host, cfg->ctl.port);
+	if (!ret)
+		ret = rdmaxfer_listen(tgt, cfg->host,
+				      (uint16_t)(cfg->ctl.port + 1));
+	if (!ret) {
+		fprintf(stderr, "# ring target: waiting for an initiator on "
+			"%s port %u\n", cfg->host, cfg->ctl.port);
+		ret = rdmaxfer_accept(cag, cfg->ctl.accept_ms, &peer);
+	}
+	if (!ret)
+		ret = serve_points(cfg, cag, peer, tgt);
+	if (ret)
+		fprintf(stderr, "ring target: %s\n", rdmaxfer_strerror(ret));
+	if (peer)
+		rdmaxfer_peer_destroy(peer);
+	if (tgt)
+		rdmaxfer_agent_destroy(tgt);
+	if (cag)
+		rdmaxfer_agent_destroy(cag);
+	return ret;
 }
 
 int bench_ring(const struct bench_ring_cfg *cfg)
 {
 	struct rdmaxfer_agent *tgt = NULL, *ini = NULL;
-	uint64_t maxsz = 0;
+	struct rdmaxfer_peer *ctl = NULL;
+	bool remote = cfg->role == BENCH_RING_REMOTE;
+	uint64_t maxsz = 0, size;
+	struct ring_point_msg bye = { cfg->ctl.magic, 0, 0 };
+	double rsec, psec;
+	uint32_t chunk;
 	void *src = NULL;
 	size_t s, k;
 	int ret;
 
+	if (cfg->role == BENCH_RING_TARGET)
+		return bench_ring_target(cfg);
 	for (s = 0; s < cfg->nsizes; s++)
 		if (cfg->sizes[s] > maxsz)
 			maxsz = cfg->sizes[s];
-	ret = cfg->make_target(&tgt);
-	if (!ret)
-		ret = cfg->make_agent(0, &ini);
-	if (!ret)
+	ret = cfg->make_agent(0, &ini);
+	if (!ret && remote)
+		ret = cfg->ctl.connect(ini, &ctl);
+	if (!ret && !remote)
+		ret = cfg->make_target(&tgt);
+	if (!ret && !remote)
 		ret = rdmaxfer_listen(tgt, cfg->host, 0);
 	if (!ret && !(src = malloc(maxsz)))
 		ret = -ENOMEM;
@@ -172,21 +431,39 @@ int bench_ring(const struct bench_ring_cfg *cfg)
 	else
 		printf("# ring: grains put (credits, one WRITE with immediate "
 		       "each) vs plain WRITEs of the same size, N in flight, "
-		       "same connection\n%4s %10s %6s %12s %10s %12s %10s "
-		       "%8s\n", "N", "size", "grains", "ring/s", "ring MiB/s",
-		       "write/s", "write MiB/s", "t ratio");
+		       "same connection%s\n%4s %10s %6s %12s %10s %12s %10s "
+		       "%8s\n", remote ? ", remote target" : "", "N", "size",
+		       "grains", "ring/s", "ring MiB/s", "write/s",
+		       "write MiB/s", "t ratio");
 	for (s = 0; s < cfg->nsizes && !ret; s++)
 		for (k = 0; k < sizeof(ring_slots) / sizeof(*ring_slots) &&
 		     !ret; k++) {
-			if (cfg->sizes[s] * ring_slots[k] > RING_MAX_BYTES)
+			size = cfg->sizes[s];
+			if (size * ring_slots[k] > RING_MAX_BYTES)
 				continue;
-			ret = ring_point(cfg, tgt, ini, ring_slots[k],
-					 cfg->sizes[s], src);
+			chunk = round_grains(cfg, size);
+			if (remote)
+				ret = point_remote(cfg, ini, ctl, ring_slots[k],
+						   size, src, chunk, &rsec,
+						   &psec);
+			else
+				ret = point_local(cfg, tgt, ini, ring_slots[k],
+						  size, src, chunk, &rsec,
+						  &psec);
+			if (!ret)
+				print_point(cfg, ring_slots[k], size,
+					    chunk * ROUNDS, rsec, psec);
 		}
 out:
 	if (ret)
 		fprintf(stderr, "ring: %s\n", rdmaxfer_strerror(ret));
+	/* a remote target ends with the point of no slots */
+	if (ctl && cfg->ctl.send(ini, ctl, cfg->ctl.type_point, &bye,
+				 sizeof(bye)) == 0)
+		usleep(100000);
 	free(src);
+	if (ctl)
+		rdmaxfer_peer_destroy(ctl);
 	if (ini)
 		rdmaxfer_agent_destroy(ini);
 	if (tgt)

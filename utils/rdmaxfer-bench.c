@@ -89,6 +89,9 @@ enum ctl {
 	CTL_READY = 2,		/* server -> client: struct ctl_ready */
 	CTL_DONE = 3,		/* client -> server: struct ctl_done */
 	CTL_RESULT = 4,		/* server -> client: struct ctl_result */
+	CTL_RING_POINT = 5,	/* ring --remote: bench_ring.c's messages */
+	CTL_RING_INFO = 6,
+	CTL_RING_END = 7,
 };
 
 enum cache_mode { CACHE_OFF = 1, CACHE_ON = 2, CACHE_BOTH = 3 };
@@ -151,6 +154,8 @@ struct opts {
 	bool compare;
 	int reps;
 	const char *plot;
+	int ring_role;			/* ring: enum bench_ring_role */
+	bool batch_set;
 };
 
 static struct opts o = {
@@ -1256,15 +1261,42 @@ static int make_ring_target(struct rdmaxfer_agent **agentp)
 	return ret;
 }
 
+static int ring_send(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *peer,
+		     uint32_t type, const void *msg, size_t len)
+{
+	return send_ctl(agent, peer, (enum ctl)type, msg, len);
+}
+
+static int ring_recv(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *peer,
+		     uint32_t type, void *msg, size_t len, int timeout_ms)
+{
+	return recv_ctl(agent, peer, (enum ctl)type, msg, len, timeout_ms);
+}
+
 /* ring (bench_ring.c) ADDR: -s one size, -a all, else 1 KiB, 64 KiB,
- * 1 MiB, 4 MiB (a 1080p frame), 8 MiB */
+ * 1 MiB, 4 MiB (a 1080p frame), 8 MiB; --target: only the target, on
+ * ADDR; --remote: only the initiator, the target on ADDR */
 static int run_ring(void)
 {
 	static const uint64_t defaults[] = { 1024, 65536, 1 << 20, 4 << 20,
 					     8 << 20 };
 	struct bench_ring_cfg cfg = {
+		.role = (enum bench_ring_role)o.ring_role,
+		.ctl = {
+			.send = ring_send,
+			.recv = ring_recv,
+			.connect = connect_retry,
+			.magic = BENCH_MAGIC,
+			.type_point = CTL_RING_POINT,
+			.type_info = CTL_RING_INFO,
+			.type_end = CTL_RING_END,
+			.port = o.port,
+			.accept_ms = o.duration > 0 ?
+				     (int)(o.duration * 1000) : -1,
+		},
 		.iters = o.iters > 0 ? (uint32_t)o.iters : 0,
 		.host = o.server,
+		.batch = o.batch_set ? o.batch : 1,
 		.csv = o.csv,
 		.make_agent = make_agent_with,
 		.make_target = make_ring_target,
@@ -1273,7 +1305,8 @@ static int run_ring(void)
 
 	if (!o.server) {
 		fprintf(stderr, "%s: ring ADDR: the target listens on ADDR "
-			"(this host's RDMA address)\n", prog);
+			"(this host's RDMA address; --remote: the target's)\n",
+			prog);
 		return -EINVAL;
 	}
 	cfg.sizes = sizes;
@@ -1809,7 +1842,8 @@ static void usage(FILE *f)
 "  -w, --window N         outstanding requests for bw tests (default 128)\n"
 "  -l, --post-list N      messages per request: one doorbell each (default 1)\n"
 "      --batch N          bw tests: reposts per doorbell (default 16; 1: one\n"
-"                         doorbell per request)\n"
+"                         doorbell per request); ring: grains (and plain\n"
+"                         WRITEs) per doorbell (default 1)\n"
 "  -q, --qps N            RC QPs per peer (default 1)\n"
 "  -d, --device NAME      RDMA device (default: first ACTIVE port)\n"
 "  -i, --ib-port N        device port (default: first ACTIVE)\n"
@@ -1831,6 +1865,11 @@ static void usage(FILE *f)
 "                         sides here, interleaved; print both and the ratio\n"
 "      --reps N           --compare: repetitions per tool (default 3)\n"
 "      --plot FILE.png    client: draw the results against size (gnuplot)\n"
+"      --target           ring ADDR: only the target, listening on ADDR (-p\n"
+"                         for control, -p + 1 for the rings; -D: give up\n"
+"                         if no initiator comes), for one initiator\n"
+"      --remote           ring ADDR: only the initiator, against a --target\n"
+"                         on ADDR (same -p)\n"
 "  -h, --help\n", prog, prog, prog, DEF_PORT);
 }
 
@@ -1932,7 +1971,7 @@ static int run_compare(const char *self)
 
 enum { OPT_TOTAL = 256, OPT_CHUNKS, OPT_CACHE, OPT_JSON, OPT_CSV,
 	OPT_VALIDATE, OPT_TIMEOUT, OPT_SIGNAL, OPT_WARMUP, OPT_BATCH,
-	OPT_COMPARE, OPT_REPS, OPT_PLOT };
+	OPT_COMPARE, OPT_REPS, OPT_PLOT, OPT_TARGET, OPT_REMOTE };
 
 static const struct option longopts[] = {
 	{ "size", required_argument, NULL, 's' },
@@ -1961,6 +2000,8 @@ static const struct option longopts[] = {
 	{ "compare", no_argument, NULL, OPT_COMPARE },
 	{ "reps", required_argument, NULL, OPT_REPS },
 	{ "plot", required_argument, NULL, OPT_PLOT },
+	{ "target", no_argument, NULL, OPT_TARGET },
+	{ "remote", no_argument, NULL, OPT_REMOTE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -2084,6 +2125,7 @@ int main(int argc, char **argv)
 			if (parse_long(optarg, 1, MAX_WINDOW, &v))
 				return bad_opt("batch", optarg);
 			o.batch = (unsigned int)v;
+			o.batch_set = true;
 			break;
 		case OPT_TIMEOUT:
 			if (parse_long(optarg, 1, 3600000, &v))
@@ -2107,6 +2149,12 @@ int main(int argc, char **argv)
 			break;
 		case OPT_PLOT:
 			o.plot = optarg;
+			break;
+		case OPT_TARGET:
+			o.ring_role = BENCH_RING_TARGET;
+			break;
+		case OPT_REMOTE:
+			o.ring_role = BENCH_RING_REMOTE;
 			break;
 		case 'h':
 			usage(stdout);
@@ -2132,6 +2180,11 @@ int main(int argc, char **argv)
 	o.test = (enum test)t;
 	if (optind + 1 < argc)
 		o.server = argv[optind + 1];
+	if (o.ring_role != BENCH_RING_LOCAL && o.test != T_RING) {
+		fprintf(stderr, "%s: --target and --remote apply to ring only\n",
+			prog);
+		return 2;
+	}
 	if (o.json && o.csv) {
 		fprintf(stderr, "%s: --json and --csv exclude each other\n",
 			prog);

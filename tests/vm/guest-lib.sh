@@ -171,3 +171,18 @@ rc_kmod_load()
 	done
 	[ -c /dev/regcache ]
 }
+
+# rc_peer_link: a two-host pair's client waits for the link to guest A
+# (it may still be booting; bounded, 90 s), then checks it as a test
+# point.
+rc_peer_link()
+{
+	rc__i=0
+	until busybox ping -c 1 -W 1 "$RC_PEER_ADDR" >/dev/null 2>&1; do
+		rc__i=$((rc__i + 1))
+		[ $rc__i -ge 90 ] && break
+		sleep 1
+	done
+	rc_check "socket link: ping $RC_PEER_ADDR" \
+		busybox ping -c 1 -W 2 "$RC_PEER_ADDR"
+}

@@ -22,6 +22,9 @@ rc_kernel_info "$kernel"
 : "${VM_CACHE:=$RC_BUILDDIR/tests/vm/cache}"
 : "${RC_LINUX_VERSION:=}"
 : "${RC_BUILD_KMOD:=yes}"
+# The build root sees the cache at its physical path only (kmake binds
+# that): a VM_CACHE through a symlink would name headers it cannot see.
+VM_CACHE=$(mkdir -p "$VM_CACHE" && cd "$VM_CACHE" && pwd -P)
 
 # We are started from a test recipe: do not talk to the parent's jobserver.
 unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES

@@ -15,14 +15,8 @@ BENCH=$RC_BUILDDIR/utils/rdmaxfer-bench
 OUT=/tmp/2host
 mkdir -p "$OUT"
 
-# The link first: guest A may still be booting (bounded, 90 s).
-i=0
-until busybox ping -c 1 -W 1 "$RC_PEER_ADDR" >/dev/null 2>&1; do
-	i=$((i + 1))
-	[ $i -ge 90 ] && break
-	sleep 1
-done
-rc_check "socket link: ping $RC_PEER_ADDR" busybox ping -c 1 -W 2 "$RC_PEER_ADDR"
+# The link first: guest A may still be booting.
+rc_peer_link
 
 rc_run "rdmaxfer 2host (uffd monitor)" timeout 600 env REGCACHE_MONITOR=uffd "$prog"
 

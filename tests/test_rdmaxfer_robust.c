@@ -42,6 +42,13 @@
 
 /* what "within a bound" means for a mass failure */
 #define FAIL_BOUND_S	10.0
+/*
+ * ... and for the device's removal, which on 7.3 under TCG is slow in the
+ * kernel itself (rxe's unregistration disassociates every user context
+ * before any error reaches user space): 4.9-5.7 s in CI's runs, 7.3-10.9 s
+ * with three guests on the two cores.
+ */
+#define REMOVAL_BOUND_S	20.0
 
 static const char *addr;
 
@@ -799,8 +806,8 @@ static void mass_post(struct mass *m)
 }
 
 /* Check the bound, run restore (may be NULL), then free everything. */
-static void mass_check(struct mass *m, double t0, const char *what,
-		       void (*restore)(void))
+static void mass_check(struct mass *m, double t0, double bound,
+		       const char *what, void (*restore)(void))
 {
 	unsigned int c, i, k, left, ok = 0, connected;
 	double t;
@@ -824,7 +831,7 @@ static void mass_check(struct mass *m, double t0, const char *what,
 				m->res[k] = r;
 			}
 		}
-	} while (left && now_s() - t0 < FAIL_BOUND_S);
+	} while (left && now_s() - t0 < bound);
 	/* idle peers learn it from the progress engine alone */
 	do {
 		connected = 0;
@@ -841,7 +848,7 @@ static void mass_check(struct mass *m, double t0, const char *what,
 				connected++;
 		if (connected)
 			usleep(20000);
-	} while (connected && now_s() - t0 < FAIL_BOUND_S);
+	} while (connected && now_s() - t0 < bound);
 	t = now_s() - t0;
 	rc_diag("%s: after %.3f s %u of %u requests in progress (%u "
 		"completions before), %u peers still CONNECTED; peer error %s",
@@ -850,7 +857,7 @@ static void mass_check(struct mass *m, double t0, const char *what,
 		rdmaxfer_strerror(rdmaxfer_peer_error(m->pv[0][0])));
 	CU_ASSERT_EQUAL(left, 0);
 	CU_ASSERT_EQUAL(connected, 0);
-	CU_ASSERT(t < FAIL_BOUND_S);
+	CU_ASSERT(t < bound);
 	/* rxe cannot send the CM's DREQs while the port is down, and the
 	 * kernel's cm_destroy_id() waits for them: bring it back first */
 	if (restore)
@@ -867,7 +874,7 @@ static void mass_check(struct mass *m, double t0, const char *what,
 	rdmaxfer_agent_destroy(m->cli[1]);
 	server_stop(&m->s);
 	rc_diag("%s: agents destroyed in %.3f s", what, now_s() - t0);
-	CU_ASSERT(now_s() - t0 < FAIL_BOUND_S);
+	CU_ASSERT(now_s() - t0 < bound);
 	free(m->buf);
 }
 
@@ -912,7 +919,7 @@ static void test_port_down(void)
 		CU_FAIL("ip link set down");
 		return;
 	}
-	mass_check(&m, t0, "port down", port_up);
+	mass_check(&m, t0, FAIL_BOUND_S, "port down", port_up);
 	/* the port is ACTIVE again: agents can be made on it */
 	t0 = now_s();
 	while (now_s() - t0 < 20) {
@@ -953,7 +960,7 @@ static void test_device_removal(void)
 		_exit(127);
 	}
 	CU_ASSERT_FATAL(pid > 0);
-	mass_check(&m, t0, "device removal", NULL);
+	mass_check(&m, t0, REMOVAL_BOUND_S, "device removal", NULL);
 	/* the caller reaps the child after exit (the suite waits for it) */
 }
 

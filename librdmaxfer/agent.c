@@ -881,7 +881,6 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 	rx_list_init(&agent->reqs);
 	rx_list_init(&agent->file_active);
 	rx_list_init(&agent->deferred);
-	pthread_spin_init(&agent->mem_lock, PTHREAD_PROCESS_PRIVATE);
 	rx_list_init(&agent->mems);
 	rx_list_init(&agent->mem_spares);
 	rx_list_init(&agent->async_node);
@@ -1088,7 +1087,6 @@ void rdmaxfer_agent_destroy(struct rdmaxfer_agent *agent)
 	free(agent->notifs.ring);
 	pthread_cond_destroy(&agent->cond);
 	pthread_mutex_destroy(&agent->lock);
-	pthread_spin_destroy(&agent->mem_lock);
 	free(agent);
 }
 

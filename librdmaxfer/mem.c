@@ -64,6 +64,10 @@ int rx_cache_get(struct regcache *cache, void *addr, size_t len,
 		 uint32_t access, unsigned int flags,
 		 struct regcache_entry **entryp)
 {
+	/* regcache_get() directly when there are no flags: through
+	 * regcache_get_flags() it would be a second call through the PLT */
+	if (!flags)
+		return regcache_get(cache, addr, len, access, entryp);
 	return regcache_get_flags(cache, addr, len, access, flags, entryp);
 }
 
@@ -87,9 +91,9 @@ void rx_mem_add(struct rdmaxfer_mem *mem)
 {
 	struct rdmaxfer_agent *agent = mem->agent;
 
-	pthread_spin_lock(&agent->mem_lock);
+	rx_spin_lock(&agent->mem_lock);
 	rx_list_add_tail(&agent->mems, &mem->node);
-	pthread_spin_unlock(&agent->mem_lock);
+	rx_spin_unlock(&agent->mem_lock);
 }
 
 /*
@@ -103,7 +107,7 @@ static struct rdmaxfer_mem *mem_new(const struct rdmaxfer_mem *init)
 	struct rdmaxfer_agent *agent = init->agent;
 	struct rdmaxfer_mem *mem = NULL;
 
-	pthread_spin_lock(&agent->mem_lock);
+	rx_spin_lock(&agent->mem_lock);
 	if (!rx_list_empty(&agent->mem_spares)) {
 		mem = rx_container_of(agent->mem_spares.next,
 				      struct rdmaxfer_mem, node);
@@ -112,7 +116,7 @@ static struct rdmaxfer_mem *mem_new(const struct rdmaxfer_mem *init)
 		*mem = *init;
 		rx_list_add_tail(&agent->mems, &mem->node);
 	}
-	pthread_spin_unlock(&agent->mem_lock);
+	rx_spin_unlock(&agent->mem_lock);
 	if (mem)
 		return mem;
 	mem = malloc(sizeof(*mem));
@@ -271,13 +275,13 @@ int rdmaxfer_mem_deregister(struct rdmaxfer_mem *mem)
 		return -EINVAL;
 	agent = mem->agent;
 	if (mem->cache && mem->cache != agent->cache) {
-		pthread_spin_lock(&agent->mem_lock);
+		rx_spin_lock(&agent->mem_lock);
 		rx_list_del(&mem->node);
-		pthread_spin_unlock(&agent->mem_lock);
+		rx_spin_unlock(&agent->mem_lock);
 		unlisted = true;
 	}
 	mem_put_refs(mem);
-	pthread_spin_lock(&agent->mem_lock);
+	rx_spin_lock(&agent->mem_lock);
 	if (!unlisted)
 		rx_list_del(&mem->node);
 	if (agent->nspares < RX_MEM_SPARES) {
@@ -285,7 +289,7 @@ int rdmaxfer_mem_deregister(struct rdmaxfer_mem *mem)
 		agent->nspares++;
 		mem = NULL;
 	}
-	pthread_spin_unlock(&agent->mem_lock);
+	rx_spin_unlock(&agent->mem_lock);
 	free(mem);
 	return 0;
 }

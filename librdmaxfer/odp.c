@@ -643,7 +643,7 @@ static bool odp_lkey(struct rdmaxfer_agent *agent, uintptr_t a, size_t len,
 	struct rx_list *n;
 	bool found = false;
 
-	pthread_spin_lock(&agent->mem_lock);
+	rx_spin_lock(&agent->mem_lock);
 	for (n = agent->mems.next; n != &agent->mems; n = n->next) {
 		struct rdmaxfer_mem *m = rx_container_of(n, struct rdmaxfer_mem,
 							 node);
@@ -659,7 +659,7 @@ static bool odp_lkey(struct rdmaxfer_agent *agent, uintptr_t a, size_t len,
 			break;
 		}
 	}
-	pthread_spin_unlock(&agent->mem_lock);
+	rx_spin_unlock(&agent->mem_lock);
 	if (!found && agent->odp.implicit_mr) {
 		*lkey = agent->odp.implicit_mr->lkey;
 		found = true;

@@ -45,9 +45,6 @@
 
 enum { M_LOCAL, M_REMOTE, M_CACHED, M_CACHE, M_RAW, M_COUNT };
 
-#define BR_RAW_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | \
-		       IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)
-
 static int64_t br_now_ns(void)
 {
 	struct timespec ts;
@@ -129,7 +126,7 @@ static int br_raw_batch(struct ibv_pd *pd, void *buf, uint64_t len, int n,
 	int i;
 
 	for (i = 0; i < n; i++) {
-		mr = ibv_reg_mr(pd, buf, len, BR_RAW_ACCESS);
+		mr = ibv_reg_mr(pd, buf, len, BENCH_RAW_ACCESS);
 		if (!mr)
 			return errno ? -errno : -EIO;
 		ibv_dereg_mr(mr);

@@ -14,6 +14,12 @@
 
 struct ibv_pd;
 
+/* What a raw registration of the benchmark grants (reg, nixl and
+ * reg_access's raw column): every remote right, as the remote-access
+ * memory it is compared with (<infiniband/verbs.h> where used). */
+#define BENCH_RAW_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+			  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
 struct bench_reg_cfg {
 	const uint64_t *sizes;
 	size_t nsizes;

@@ -1168,9 +1168,6 @@ static void raw_close(struct raw_dev *r)
 		ibv_close_device(r->ctx);
 }
 
-#define RAW_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
-		    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
-
 /* median cost of ibv_reg_mr + ibv_dereg_mr in usec, or -errno */
 static double raw_reg_cost(struct raw_dev *r, void *buf, uint64_t len,
 			   long iters, int extra, int *errp)
@@ -1186,7 +1183,7 @@ static double raw_reg_cost(struct raw_dev *r, void *buf, uint64_t len,
 	for (i = 0; i < iters; i++) {
 		int64_t t0 = now_ns();
 		struct ibv_mr *mr = ibv_reg_mr(r->pd, buf, len,
-					       RAW_ACCESS | extra);
+					       BENCH_RAW_ACCESS | extra);
 
 		if (!mr) {
 			*errp = errno ? -errno : -EIO;
@@ -1586,7 +1583,7 @@ static int nixl_mode(struct client *c, struct raw_dev *r, bool cached,
 					RDMAXFER_MEM_HOST, 0, &mems[k]);
 			} else {
 				mrs[k] = ibv_reg_mr(r->pd, iov[k].addr, chunk,
-						    RAW_ACCESS);
+						    BENCH_RAW_ACCESS);
 				ret = mrs[k] ? 0 : (errno ? -errno : -EIO);
 			}
 			if (ret) {

@@ -18,6 +18,7 @@
 # run-vm.sh appends this file to the cached initrd per run (host-lib.sh's
 # rc_guest_initrd), so a change here needs no cache rebuild.
 /bin/busybox --install -s /bin
+echo "rc-initramfs: started"
 export PATH=/bin
 
 mount -t proc proc /proc

@@ -43,6 +43,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${VM_SMP:=2}"
 : "${VM_APPEND:=}"
 : "${VM_2HOST_GRACE:=120}"
+: "${VM_BOOT_TIMEOUT:=150}"
 : "${VM_2HOST_RMEM:=4194304}"
 . "$here/kernels.sh"
 . "$here/host-lib.sh"
@@ -203,57 +204,105 @@ boot()
 		</dev/null >"$d/qemu.out" 2>&1 &
 }
 
-# --- raise rmem_default around the creation of the two sockets ---------
-exec 9>"$RC_BUILDDIR/tests/vm/.2host-rmem-lock" && lockfd_open=1
-[ -n "$lockfd_open" ] && flock -w 60 9
-cur=$(cat "$rmem" 2>/dev/null)
-if [ -n "$cur" ] && [ "$cur" -lt "$VM_2HOST_RMEM" ]; then
-	if echo "$VM_2HOST_RMEM" >"$rmem" 2>/dev/null; then
-		rmem_old=$cur
-		echo "# host net.core.rmem_default $cur -> $VM_2HOST_RMEM while the QEMUs open their sockets"
-	else
-		echo "# warning: cannot raise net.core.rmem_default ($cur): rxe over the link will stall on drops"
+# The boot watchdog, as in run-vm.sh: a guest whose init has printed
+# nothing within VM_BOOT_TIMEOUT (a TCG boot that never reached the
+# initramfs; seen once in CI) has both guests killed and the pair booted
+# once more, with a warning; a second silent boot fails the pair.
+guest_up()
+{
+	grep -q -e 'rc-guest: .* up after' -e 'rc-initramfs: FAILED' \
+		"$rundir/$1/console.log" 2>/dev/null
+}
+tries=0
+while :; do
+	tries=$((tries + 1))
+	# --- raise rmem_default around the creation of the two sockets ---------
+	exec 9>"$RC_BUILDDIR/tests/vm/.2host-rmem-lock" && lockfd_open=1
+	[ -n "$lockfd_open" ] && flock -w 60 9
+	cur=$(cat "$rmem" 2>/dev/null)
+	if [ -n "$cur" ] && [ "$cur" -lt "$VM_2HOST_RMEM" ]; then
+		if echo "$VM_2HOST_RMEM" >"$rmem" 2>/dev/null; then
+			rmem_old=$cur
+			echo "# host net.core.rmem_default $cur -> $VM_2HOST_RMEM while the QEMUs open their sockets"
+		else
+			echo "# warning: cannot raise net.core.rmem_default ($cur): rxe over the link will stall on drops"
+		fi
 	fi
-fi
 
-boot a "$port_a" "$port_b" 52:54:00:2a:00:01
-pid_a=$!
-boot b "$port_b" "$port_a" 52:54:00:2a:00:02
-pid_b=$!
-# Both sockets exist once both QEMUs bound their ports (bounded wait).
-i=0
-while [ $i -lt 100 ]; do
-	udp_busy "$port_a" && udp_busy "$port_b" && break
-	kill -0 "$pid_a" 2>/dev/null && kill -0 "$pid_b" 2>/dev/null || break
-	sleep 0.1
-	i=$((i + 1))
-done
-ss -Haunm "( sport = :$port_a or sport = :$port_b )" 2>/dev/null |
-	sed -n 's/.*\(rb[0-9]*\).*/# QEMU link socket receive buffer: \1/p'
-rmem_restore
+	boot a "$port_a" "$port_b" 52:54:00:2a:00:01
+	pid_a=$!
+	boot b "$port_b" "$port_a" 52:54:00:2a:00:02
+	pid_b=$!
+	# Both sockets exist once both QEMUs bound their ports (bounded wait).
+	i=0
+	while [ $i -lt 100 ]; do
+		udp_busy "$port_a" && udp_busy "$port_b" && break
+		kill -0 "$pid_a" 2>/dev/null && kill -0 "$pid_b" 2>/dev/null || break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	ss -Haunm "( sport = :$port_a or sport = :$port_b )" 2>/dev/null |
+		sed -n 's/.*\(rb[0-9]*\).*/# QEMU link socket receive buffer: \1/p'
+	rmem_restore
 
-# --- wait for both, bounded ------------------------------------------------
-t_boot=$(now)
-st_a= st_b= t_first=
-while [ -z "$st_a" ] || [ -z "$st_b" ]; do
-	if [ -z "$st_a" ] && ! kill -0 "$pid_a" 2>/dev/null; then
-		wait "$pid_a"; st_a=$?; pid_a=
-	fi
-	if [ -z "$st_b" ] && ! kill -0 "$pid_b" 2>/dev/null; then
-		wait "$pid_b"; st_b=$?; pid_b=
-	fi
-	if [ -z "$t_first" ] && { [ -n "$st_a" ] || [ -n "$st_b" ]; }; then
-		t_first=$(date +%s)
-	fi
-	if [ -n "$t_first" ] && [ $(($(date +%s) - t_first)) -gt "$VM_2HOST_GRACE" ]; then
-		echo "# one guest ended, the other did not within ${VM_2HOST_GRACE}s: killed"
-		kill_qemu "$pid_a" "$pid_b"
-		[ -n "$st_a" ] || st_a=124
-		[ -n "$st_b" ] || st_b=124
-		pid_a= pid_b=
+	# --- wait for both, bounded ------------------------------------------------
+	t_boot=$(now)
+	t_boot_s=$(date +%s)
+	st_a= st_b= t_first= up= hung=
+	while [ -z "$st_a" ] || [ -z "$st_b" ]; do
+		if [ -z "$st_a" ] && ! kill -0 "$pid_a" 2>/dev/null; then
+			wait "$pid_a"; st_a=$?; pid_a=
+		fi
+		if [ -z "$st_b" ] && ! kill -0 "$pid_b" 2>/dev/null; then
+			wait "$pid_b"; st_b=$?; pid_b=
+		fi
+		if [ -z "$up" ]; then
+			if guest_up a && guest_up b; then
+				up=1
+			elif [ $(($(date +%s) - t_boot_s)) -ge "$VM_BOOT_TIMEOUT" ] &&
+			     { { [ -z "$st_a" ] && ! guest_up a; } ||
+			       { [ -z "$st_b" ] && ! guest_up b; }; }; then
+				hung=1
+				kill_qemu "$pid_a" "$pid_b"
+				pid_a= pid_b= st_a= st_b=
+				break
+			fi
+		fi
+		if [ -z "$t_first" ] && { [ -n "$st_a" ] || [ -n "$st_b" ]; }; then
+			t_first=$(date +%s)
+		fi
+		if [ -n "$t_first" ] && [ $(($(date +%s) - t_first)) -gt "$VM_2HOST_GRACE" ]; then
+			echo "# one guest ended, the other did not within ${VM_2HOST_GRACE}s: killed"
+			kill_qemu "$pid_a" "$pid_b"
+			[ -n "$st_a" ] || st_a=124
+			[ -n "$st_b" ] || st_b=124
+			pid_a= pid_b=
+			break
+		fi
+		sleep 1
+	done
+	[ -n "$hung" ] || break
+	for l in a b; do
+		guest_up $l && continue
+		cp "$rundir/$l/console.log" "$rundir/$l/console-hung$tries.log" 2>/dev/null
+		echo "# warning: boot $tries: guest $l printed nothing from its init in ${VM_BOOT_TIMEOUT}s (VM_BOOT_TIMEOUT): both killed (console: $rundir/$l/console-hung$tries.log)"
+	done
+	if [ "$tries" -ge 2 ]; then
+		for l in a b; do
+			if guest_up $l; then
+				eval "st_$l=peer"
+			else
+				eval "st_$l=boot"
+			fi
+		done
 		break
 	fi
-	sleep 1
+	echo "# warning: booting the pair $name once more"
+	rm -rf "$results" && mkdir -p "$results"
+	for l in a b; do
+		: >"$rundir/$l/tap"
+		rm -f "$rundir/$l/boot-seconds"
+	done
 done
 t_end=$(now)
 
@@ -264,6 +313,8 @@ why()
 	d=$rundir/$1
 	case $2 in
 	1) ;;
+	peer) echo "killed: the other guest did not come up in two boots" ;;
+	boot) echo "the guest did not come up in two boots (nothing from its init within ${VM_BOOT_TIMEOUT}s each: VM_BOOT_TIMEOUT)" ;;
 	124|137) echo "timeout: the guest did not finish (VM_TIMEOUT ${VM_TIMEOUT}s, grace ${VM_2HOST_GRACE}s)" ;;
 	0) if grep -q 'Kernel panic' "$d/console.log" 2>/dev/null; then
 		echo "kernel panic: $(grep -m1 'Kernel panic' "$d/console.log" | tr -d '\r')"

@@ -14,7 +14,15 @@
 
 rc_kernel_info()
 {
-	KCMDLINE="tsc=reliable"
+	# no_timer_check: the kernel's boot test of the timer interrupt
+	# (check_timer()) counts ticks against a delay loop; under TCG on a
+	# loaded host it fails ("MP-BIOS bug: 8254 timer not connected to
+	# IO-APIC"), the timer is rerouted as ExtINT through the 8259A, and
+	# the serial port's interrupt then never came again in such a guest:
+	# its console went silent after that line while its suite ran on.
+	# Seen on this 2-core host with a CI run beside it.  Virtual machines
+	# skip the test (it exists for broken BIOS tables, not for QEMU's).
+	KCMDLINE="tsc=reliable no_timer_check"
 	case $1 in
 	6.1)
 		# The Debian 12 kernel whose headers are installed on the host:

@@ -101,6 +101,7 @@ static void uninstall_qp(struct rx_qp *q)
 	q->qp = NULL;
 	q->qpn = 0;
 	q->sq_used = 0;
+	rx_qp_drop_terms(q);
 }
 
 static void destroy_qp(struct rx_qp *q)
@@ -130,6 +131,7 @@ static struct rdmaxfer_peer *peer_new(struct rdmaxfer_agent *agent,
 	for (i = 0; i < RX_MAX_QPS; i++) {
 		rx_list_init(&peer->qps[i].backlog);
 		rx_list_init(&peer->qps[i].defer_node);
+		rx_list_init(&peer->qps[i].terms);
 	}
 	rx_list_add_tail(&agent->peers, &peer->node);
 	return peer;
@@ -161,6 +163,7 @@ void rx_peer_free(struct rdmaxfer_peer *peer)
 		    !peer->qps[i].disconnecting && !peer->agent->port_down)
 			rdma_disconnect(peer->qps[i].id);
 		destroy_qp(&peer->qps[i]);
+		rx_qp_drop_terms(&peer->qps[i]);
 	}
 	rx_list_del(&peer->accept_node);
 	rx_list_del(&peer->node);
@@ -288,6 +291,7 @@ void rx_peer_abort(struct rdmaxfer_peer *peer, int err)
 		rx_fail_backlog(q, err);
 		q->gen++;
 		q->sq_used = 0;
+		rx_qp_drop_terms(q);
 	}
 	for (l = agent->reqs.next; l != &agent->reqs && peer->nreqs_active;
 	     l = l->next) {

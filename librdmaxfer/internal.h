@@ -125,15 +125,20 @@ struct rx_qp {
 	 * is not rung yet: linked on agent->deferred */
 	bool deferred;
 	struct rx_list defer_node;
+	struct rx_list terms;	/* struct rx_term posted, completion not seen */
 };
 
 /* A signalled zero-length WRITE posted after a doorbell that failed
- * partway, so the WRs that did go out still get a completion (xfer.c). */
+ * partway, so the WRs that did go out still get a completion (xfer.c).
+ * Listed on its QP until its completion is handled; a completion the
+ * generation check drops (abort, reconnect, teardown) would leave it
+ * unfreed, so those free the list (rx_qp_drop_terms()). */
 struct rx_term {
 	struct ibv_send_wr wr;
 	struct rx_qp *q;
 	struct rx_part *riders;
 	uint32_t retire;
+	struct rx_list node;
 };
 
 /*
@@ -450,6 +455,7 @@ struct rdmaxfer_peer *rx_peer_by_qpn(struct rdmaxfer_agent *agent,
 void rx_req_release(struct rdmaxfer_req *req);
 int rx_state_result(enum rx_req_state state, int err);
 void rx_send_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc);
+void rx_qp_drop_terms(struct rx_qp *q);
 void rx_flush_backlog(struct rx_qp *qp);
 void rx_fail_backlog(struct rx_qp *qp, int err);
 void rx_flush_deferred(struct rdmaxfer_agent *agent);

@@ -164,9 +164,27 @@ static int post_terminator(struct rx_qp *q, struct rx_part *riders,
 		return ret > 0 ? -ret : ret;
 	}
 	q->sq_used++;
+	rx_list_add_tail(&q->terms, &t->node);
 	for (r = riders; r; r = r->rider_next)
 		r->req->signals++;
 	return 0;
+}
+
+/*
+ * Lock held: forget the terminators of a QP whose completions will no
+ * longer be looked at (its generation moved on or its QP is gone, so
+ * send_wc_current() drops them).  Their riders are not touched: the
+ * requests were failed by the abort, or are the agent's teardown's.
+ */
+void rx_qp_drop_terms(struct rx_qp *q)
+{
+	while (!rx_list_empty(&q->terms)) {
+		struct rx_term *t = rx_container_of(q->terms.next,
+						    struct rx_term, node);
+
+		rx_list_del(&t->node);
+		free(t);
+	}
 }
 
 /*
@@ -403,6 +421,7 @@ static void term_completion(struct ibv_wc *wc)
 
 	/* its riders are in flight until now, whatever the QP became */
 	riders_done(t->riders);
+	rx_list_del(&t->node);
 	free(t);
 	if (!live)
 		return;

@@ -13,7 +13,9 @@
  *  - a doorbell chain that the provider refuses partway (a fault injected
  *    into the context's post_send) fails only the refused request, every
  *    request reaches a terminal state and can be freed at once, in any
- *    order (run it under ASan to see no use-after-free);
+ *    order (run it under ASan to see no use-after-free), and the
+ *    terminator that retires the WRs that went out is freed even when
+ *    its agent goes before its completion is polled (ASan's leak check);
  *  - requests that never reached the send queue when their peer failed
  *    report -ECANCELED.
  *
@@ -940,6 +942,42 @@ static void test_chain_refused_terminator_too(void)
 }
 
 /*
+ * A chain refused partway whose agent goes away before anyone polls: the
+ * terminator is on the send queue and its completion is never looked at
+ * (the QP is destroyed, the generation check drops whatever is still in
+ * the CQ).  The terminator must be freed by the teardown all the same:
+ * under ASan's leak check (the sanitizer VM run) a terminator freed only
+ * by its completion is a reported leak.  The same for a peer that fails
+ * and is aborted: the abort frees it (conn.c, rx_peer_abort()).  One
+ * fault, at a WR in the middle of the chain, means a terminator went out
+ * for the WRs before it.
+ */
+static void test_chain_refused_then_gone(void)
+{
+	enum { N = 12, BAD = 5 };
+	struct rdmaxfer_agent *a;
+	struct rdmaxfer_peer *p;
+	struct xreq x[N];
+	unsigned int first[N];
+
+	CU_ASSERT_EQUAL_FATAL(client(1, 0, UINT32_MAX, &a, &p), 0);
+	fault_install();
+	fault_qpn = peer_qpn(p);
+	CU_ASSERT_FATAL(fault_qpn != 0);
+	memset(x, 0, sizeof(x));
+	xreqs_prepare(x, N, p, first);
+	fault_at = (int)first[BAD];
+	faults = 0;
+	xreqs_post(x, N);
+	CU_ASSERT_EQUAL(faults, 1);
+	fault_remove();
+	/* caller progress, and no call since the post: nothing was polled
+	 * (a test or wait would progress), so the terminator's completion
+	 * is still unseen; the requests go with the agent */
+	rdmaxfer_agent_destroy(a);
+}
+
+/*
  * A remote error in the middle of a chain longer than the send queue
  * (16 entries, 40 requests of 1-2 WRs): the requests before the bad one
  * complete, the bad one fails with the remote error, and every request
@@ -1012,6 +1050,7 @@ static const struct rc_test_case cases[] = {
 	{ "inline_granted", test_inline_granted },
 	{ "chain_refused_partway", test_chain_refused_partway },
 	{ "chain_refused_terminator_too", test_chain_refused_terminator_too },
+	{ "chain_refused_then_gone", test_chain_refused_then_gone },
 	{ "never_posted_cancelled", test_never_posted_cancelled },
 	{ NULL, NULL },
 };

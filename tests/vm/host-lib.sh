@@ -129,6 +129,17 @@ rc_guest_run()
 	echo "rc.run=$rc__rel"
 }
 
+# rc_guest_up RUN_FOLDER: has the guest of RUN_FOLDER come up?  Its init
+# wrote boot-seconds there (over 9p), or its console shows the init's
+# first line or an initramfs failure (the boot watchdog of run-vm.sh and
+# run-2host.sh; a guest's serial console may stay silent, the file not).
+rc_guest_up()
+{
+	[ -s "$1/boot-seconds" ] ||
+	grep -q -e 'rc-guest: .* up after' -e 'rc-initramfs: FAILED' \
+		"$1/console.log" 2>/dev/null
+}
+
 # rc_dmesg_bad DMESG OUT: the lines of a guest's kernel log (and kmemleak
 # report, appended by guest-init.sh) that fail its "dmesg clean" point,
 # into OUT; true when there are none.  The debug kernel's boot banners

@@ -210,9 +210,7 @@ boot()
 # once more, with a warning; a second silent boot fails the pair.
 guest_up()
 {
-	[ -s "$rundir/$1/boot-seconds" ] ||
-	grep -q -e 'rc-guest: .* up after' -e 'rc-initramfs: FAILED' \
-		"$rundir/$1/console.log" 2>/dev/null
+	rc_guest_up "$rundir/$1"
 }
 tries=0
 while :; do

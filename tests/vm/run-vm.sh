@@ -172,9 +172,7 @@ boot_qemu()
 # by then but the initramfs, which prints "rc-initramfs: started" first.
 guest_up()
 {
-	[ -s "$rundir/boot-seconds" ] ||
-	grep -q -e 'rc-guest: .* up after' -e 'rc-initramfs: FAILED' \
-		"$rundir/console.log" 2>/dev/null
+	rc_guest_up "$rundir"
 }
 tries=0
 while :; do

@@ -760,6 +760,14 @@ static uint32_t peer_qpn(struct rdmaxfer_peer *p)
 	return seen_qpn;
 }
 
+/* The hook, armed for the one QP of peer p. */
+static void fault_install_on(struct rdmaxfer_peer *p)
+{
+	fault_install();
+	fault_qpn = peer_qpn(p);
+	CU_ASSERT_FATAL(fault_qpn != 0);
+}
+
 struct xreq {
 	struct rdmaxfer_req *req;
 	struct rdmaxfer_iov iov[2];
@@ -838,9 +846,7 @@ static void test_chain_refused_partway(void)
 	int round, i, ret;
 
 	CU_ASSERT_EQUAL_FATAL(client(1, 0, UINT32_MAX, &a, &p), 0);
-	fault_install();
-	fault_qpn = peer_qpn(p);
-	CU_ASSERT_FATAL(fault_qpn != 0);
+	fault_install_on(p);
 	for (round = 0; round < 3; round++) {
 		memset(x, 0, sizeof(x));
 		xreqs_prepare(x, N, p, first);
@@ -907,9 +913,7 @@ static void test_chain_refused_terminator_too(void)
 	int i, ok = 0;
 
 	CU_ASSERT_EQUAL_FATAL(client(1, 0, UINT32_MAX, &a, &p), 0);
-	fault_install();
-	fault_qpn = peer_qpn(p);
-	CU_ASSERT_FATAL(fault_qpn != 0);
+	fault_install_on(p);
 	memset(x, 0, sizeof(x));
 	xreqs_prepare(x, N, p, first);
 	fault_at = (int)first[BAD];
@@ -961,9 +965,7 @@ static void test_chain_refused_then_gone(void)
 	unsigned int first[N];
 
 	CU_ASSERT_EQUAL_FATAL(client(1, 0, UINT32_MAX, &a, &p), 0);
-	fault_install();
-	fault_qpn = peer_qpn(p);
-	CU_ASSERT_FATAL(fault_qpn != 0);
+	fault_install_on(p);
 	memset(x, 0, sizeof(x));
 	xreqs_prepare(x, N, p, first);
 	fault_at = (int)first[BAD];

@@ -147,12 +147,26 @@ static void populate(struct regcache *c, char *base, size_t n)
 
 enum pattern { SAME, ALTERNATE, RANDOM };
 
+/* The get of the timed loops: flags 0 is regcache_get() itself. */
+static inline int get_flags(struct regcache *c, void *addr, size_t len,
+			    unsigned int flags, struct regcache_entry **e)
+{
+	return flags ? regcache_get_flags(c, addr, len, 1, flags, e) :
+		       regcache_get(c, addr, len, 1, e);
+}
+
 /*
  * SAME hits one entry (the per-thread hint serves it), ALTERNATE two
  * entries in turn (the hint always misses: the index walk alone), RANDOM
- * any of the n entries (index walk plus cache misses).
+ * any of the n entries (index walk plus cache misses).  With flags
+ * REGCACHE_GET_EXACT (kept), the exact hit: an exported range registered
+ * again, as librdmaxfer does for remote-access memory with cached rkeys;
+ * the n entries are then the very ranges asked for (exact entries serve
+ * only their own address and length), and SAME is the per-thread exact
+ * hint.
  */
-static void hit_latency(size_t n, enum pattern pat, double *p50, double *p99)
+static void hit_latency(size_t n, enum pattern pat, unsigned int flags,
+			double *p50, double *p99)
 {
 	size_t samples = quick || vm ? 2000 : 20000, s, j;
 	double *lat = malloc(samples * sizeof(*lat));
@@ -164,54 +178,22 @@ static void hit_latency(size_t n, enum pattern pat, double *p50, double *p99)
 	uint64_t t0;
 
 	c = make(null_reg, null_dereg, mon, n + 16, 1);
-	populate(c, base, n);
-	for (s = 0; s < samples; s++) {
-		for (j = 0; j < BATCH; j++)
-			idx[j] = pat == RANDOM ? (size_t)rand_r(&seed) % n :
-				 pat == ALTERNATE ? (j & 1) * (n - 1) : n / 2;
-		t0 = now_ns();
-		for (j = 0; j < BATCH; j++) {
-			regcache_get(c, base + idx[j] * psz + 64, 256, 1, &e);
-			regcache_put(c, e);
-		}
-		lat[s] = (double)(now_ns() - t0) / BATCH;
-	}
-	qsort(lat, samples, sizeof(*lat), cmp_double);
-	*p50 = lat[samples / 2];
-	*p99 = lat[samples * 99 / 100];
-	regcache_destroy(c);
-	munmap(base, 2 * n * psz);
-	free(lat);
-}
-
-/*
- * The exact (REGCACHE_GET_EXACT, kept) hit: an exported range registered
- * again, as librdmaxfer does for remote-access memory with cached rkeys;
- * one entry of n, the same one each time (the per-thread exact hint).
- */
-static void exact_latency(size_t n, double *p50, double *p99)
-{
-	size_t samples = quick || vm ? 2000 : 20000, s, j;
-	double *lat = malloc(samples * sizeof(*lat));
-	struct regcache_entry *e;
-	struct regcache *c;
-	char *base = map(2 * n * psz);
-	uint64_t t0;
-
-	c = make(null_reg, null_dereg, mon, n + 16, 1);
-	for (j = 0; j < n; j++) {
-		if (regcache_get_flags(c, base + j * psz + 64, 256, 1,
-				       REGCACHE_GET_EXACT, &e)) {
+	if (!flags)
+		populate(c, base, n);
+	for (j = 0; flags && j < n; j++) {
+		if (get_flags(c, base + j * psz + 64, 256, flags, &e)) {
 			fprintf(stderr, "exact populate failed at %zu\n", j);
 			exit(1);
 		}
 		regcache_put(c, e);
 	}
 	for (s = 0; s < samples; s++) {
+		for (j = 0; j < BATCH; j++)
+			idx[j] = pat == RANDOM ? (size_t)rand_r(&seed) % n :
+				 pat == ALTERNATE ? (j & 1) * (n - 1) : n / 2;
 		t0 = now_ns();
 		for (j = 0; j < BATCH; j++) {
-			regcache_get_flags(c, base + n / 2 * psz + 64, 256, 1,
-					   REGCACHE_GET_EXACT, &e);
+			get_flags(c, base + idx[j] * psz + 64, 256, flags, &e);
 			regcache_put(c, e);
 		}
 		lat[s] = (double)(now_ns() - t0) / BATCH;
@@ -240,16 +222,16 @@ static void bench_hits(void)
 	for (i = 0; i < 3; i++) {
 		if (quick && ns[i] > 1000)
 			continue;
-		hit_latency(ns[i], SAME, &p50, &p99);
-		hit_latency(ns[i], ALTERNATE, &a50, &a99);
-		hit_latency(ns[i], RANDOM, &r50, &r99);
+		hit_latency(ns[i], SAME, 0, &p50, &p99);
+		hit_latency(ns[i], ALTERNATE, 0, &a50, &a99);
+		hit_latency(ns[i], RANDOM, 0, &r50, &r99);
 		printf("%-8zu %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f\n", ns[i],
 		       p50, p99, a50, a99, r50, r99);
 	}
 	printf("exact (REGCACHE_GET_EXACT, kept): the same entry of n, get+put\n");
 	printf("%-8s %9s %9s\n", "entries", "p50", "p99");
 	for (i = 0; i < 2; i++) {
-		exact_latency(ns[i], &p50, &p99);
+		hit_latency(ns[i], SAME, REGCACHE_GET_EXACT, &p50, &p99);
 		printf("%-8zu %9.1f %9.1f\n", ns[i], p50, p99);
 	}
 }

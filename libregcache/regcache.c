@@ -1566,6 +1566,19 @@ rc_put_nokeep(struct regcache *cache, struct regcache_entry *e)
 	rc_release_list(cache, &release);
 }
 
+/*
+ * The gate of the hinted hits (regcache_get(), the exact get): the read
+ * side's fast path, taken only when the monitor has nothing to apply and
+ * no deferred release waits; NULL sends the caller the long way.
+ */
+static inline struct rc_reader *rc_fast_read_lock(struct regcache *cache)
+{
+	if (__builtin_expect(!rc_mon_idle(cache), 0) ||
+	    atomic_load_explicit(&cache->ndeferred, memory_order_relaxed))
+		return NULL;
+	return rc_brlock_read_trylock(&cache->lock);
+}
+
 /* Exact get: everything the fast path of regcache_get() does not need. */
 static int rc_get_exact(struct regcache *cache, uintptr_t a, size_t len,
 			uint32_t access, unsigned int flags,
@@ -1586,9 +1599,7 @@ static int rc_get_exact(struct regcache *cache, uintptr_t a, size_t len,
 		return rc_get_exact_uncached(cache, &f, entryp);
 	}
 	/* the hinted hit: what regcache_get()'s fast path does */
-	if (__builtin_expect(rc_mon_idle(cache), 1) &&
-	    !atomic_load_explicit(&cache->ndeferred, memory_order_relaxed) &&
-	    (s = rc_brlock_read_trylock(&cache->lock))) {
+	if ((s = rc_fast_read_lock(cache))) {
 		e = rc_xhint_get(cache, &f);
 		if (__builtin_expect(!!e, 1)) {
 			rc_hit(e);
@@ -1684,9 +1695,7 @@ int regcache_get(struct regcache *cache, void *addr, size_t len,
 	end = (a + len + rc_page_size - 1) & ~(rc_page_size - 1);
 
 	if (__builtin_expect(end - start <= cache->fast_max, 1) &&
-	    rc_mon_idle(cache) &&
-	    !atomic_load_explicit(&cache->ndeferred, memory_order_relaxed) &&
-	    (s = rc_brlock_read_trylock(&cache->lock))) {
+	    (s = rc_fast_read_lock(cache))) {
 		e = rc_hint_get(cache, start, end, access);
 		if (__builtin_expect(!!e, 1)) {
 			rc_hit(e);

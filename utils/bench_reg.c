@@ -117,16 +117,15 @@ static int br_cache_batch(struct regcache *cache, void *buf, uint64_t len,
 	return 0;
 }
 
-/* One batch of n ibv_reg_mr + ibv_dereg_mr of one range, no cache. */
-static int br_raw_batch(struct ibv_pd *pd, void *buf, uint64_t len, int n,
-			double *usec)
+int bench_raw_batch(struct ibv_pd *pd, void *buf, uint64_t len, int extra,
+		    int n, double *usec)
 {
 	struct ibv_mr *mr;
 	int64_t t0 = br_now_ns();
 	int i;
 
 	for (i = 0; i < n; i++) {
-		mr = ibv_reg_mr(pd, buf, len, BENCH_RAW_ACCESS);
+		mr = ibv_reg_mr(pd, buf, len, BENCH_RAW_ACCESS | extra);
 		if (!mr)
 			return errno ? -errno : -EIO;
 		ibv_dereg_mr(mr);
@@ -152,7 +151,7 @@ static int br_mode_batch(int m, struct rdmaxfer_agent *def,
 	case M_CACHE:
 		return br_cache_batch(cache, buf + 2 * maxs, sz, n, usec);
 	default:
-		return br_raw_batch(pd, buf + 3 * maxs, sz, n, usec);
+		return bench_raw_batch(pd, buf + 3 * maxs, sz, 0, n, usec);
 	}
 }
 
@@ -190,7 +189,7 @@ static int br_first(struct rdmaxfer_agent *def, struct rdmaxfer_agent *keep,
 
 	for (k = 0; k < 2 && !ret; k++) {
 		if ((k == 0) == raw_first)
-			ret = br_raw_batch(pd, buf + 3 * maxs, sz, 1, &raw);
+			ret = bench_raw_batch(pd, buf + 3 * maxs, sz, 0, 1, &raw);
 		else
 			ret = br_first_one(def, buf, sz, &cached, &cached_reg);
 	}

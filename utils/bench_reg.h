@@ -33,6 +33,11 @@ struct bench_reg_cfg {
 	void (*close_pd)(struct ibv_pd *pd);
 };
 
+/* One batch of n ibv_reg_mr (BENCH_RAW_ACCESS | extra) + ibv_dereg_mr of
+ * one range, no cache: usec per pair.  Returns 0 or -errno. */
+int bench_raw_batch(struct ibv_pd *pd, void *buf, uint64_t len, int extra,
+		    int n, double *usec);
+
 /* Print the register + deregister cost of one range, repeated, for local
  * access, remote access (default), remote access with cached rkeys, the
  * bare cache and raw verbs, and the process's first registration, cached

@@ -1181,17 +1181,11 @@ static double raw_reg_cost(struct raw_dev *r, void *buf, uint64_t len,
 		return 0;
 	}
 	for (i = 0; i < iters; i++) {
-		int64_t t0 = now_ns();
-		struct ibv_mr *mr = ibv_reg_mr(r->pd, buf, len,
-					       BENCH_RAW_ACCESS | extra);
-
-		if (!mr) {
-			*errp = errno ? -errno : -EIO;
+		*errp = bench_raw_batch(r->pd, buf, len, extra, 1, &v[i]);
+		if (*errp) {
 			free(v);
 			return 0;
 		}
-		ibv_dereg_mr(mr);
-		v[i] = (double)(now_ns() - t0) / 1e3;
 	}
 	qsort(v, (size_t)iters, sizeof(*v), cmp_double);
 	med = pct(v, (size_t)iters, 0.5);

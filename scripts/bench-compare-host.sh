@@ -12,8 +12,9 @@
 # Environment: RC_BENCH_SCALE=quick|full (default full: 7 repetitions,
 # about 30 minutes per kernel on a quiet 2-core machine; quick: 3),
 # RC_BENCH_REPS=N (repetitions per side, overrides the scale's),
-# RC_BENCH_EXTRAS=no (only the like-for-like table), VM_CACHE (the
-# harness's kernel cache).
+# RC_BENCH_EXTRAS=no (only the like-for-like table), RC_BENCH_ROWS=
+# TEST:BYTES,... (only those rows of it, e.g. read_bw:4096,read_bw:64),
+# VM_CACHE (the harness's kernel cache).
 set -u
 
 build=${1:?usage: bench-compare-host.sh BUILD [KERNEL...]}
@@ -27,7 +28,7 @@ for k in $kernels; do
 	echo "bench-compare-host: kernel $k, scale $scale (a few minutes)"
 	make -C "$build/tests" check-vm VM_KERNELS="$k" VM_SUITES=bench-compare \
 		VM_MEM=3G VM_TIMEOUT=${VM_TIMEOUT:-3600} \
-		VM_APPEND="rc.scale=$scale${RC_BENCH_REPS:+ rc.reps=$RC_BENCH_REPS}${RC_BENCH_EXTRAS:+ rc.extras=$RC_BENCH_EXTRAS}" \
+		VM_APPEND="rc.scale=$scale${RC_BENCH_REPS:+ rc.reps=$RC_BENCH_REPS}${RC_BENCH_EXTRAS:+ rc.extras=$RC_BENCH_EXTRAS}${RC_BENCH_ROWS:+ rc.rows=$RC_BENCH_ROWS}" \
 		${VM_CACHE:+VM_CACHE="$VM_CACHE"} >"$build/bench-results/make-$k.log" 2>&1 || rc=1
 	res=$build/tests/vm/results/bench-compare@$k
 	if [ -s "$res/compare.txt" ]; then

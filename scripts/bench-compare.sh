@@ -40,12 +40,15 @@
 #
 #   bench-compare.sh --bench PATH --device DEV --addr IPV4 --out DIR
 #                    [--gid N] [--scale quick|full] [--reps N]
-#                    [--extras yes|no] [--kernel NAME]
+#                    [--extras yes|no] [--kernel NAME] [--rows LIST]
 #   bench-compare.sh --table DIR      (re-render DIR/raw.csv, no runs)
 #
 # Writes DIR/raw.csv (every run), DIR/commands.txt (the exact command
 # lines), DIR/reg.txt, DIR/nixl*.txt and DIR/compare.txt (the tables), and
-# prints compare.txt at the end.
+# prints compare.txt at the end.  --rows TEST:BYTES[,TEST:BYTES...]
+# (for example read_bw:4096,read_bw:64) runs only those rows of the
+# like-for-like table, every side of each: to give a row in doubt more
+# repetitions without the hour the whole table would take.
 set -u
 
 bench=
@@ -56,6 +59,7 @@ out=
 scale=full
 reps=
 extras=yes
+rows=
 table_only=
 kernel=$(uname -r)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -70,6 +74,7 @@ while [ $# -gt 0 ]; do
 	--reps) reps=$2; shift 2 ;;
 	--extras) extras=$2; shift 2 ;;
 	--kernel) kernel=$2; shift 2 ;;
+	--rows) rows=$2; shift 2 ;;
 	--table) table_only=1; out=$2; shift 2 ;;
 	*) echo "bench-compare: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -82,13 +87,30 @@ if [ -n "$table_only" ]; then
 	exec python3 "$here/bench-compare-table.py" "$out"
 fi
 if [ -z "$bench" ] || [ -z "$dev" ] || [ -z "$addr" ] || [ -z "$out" ]; then
-	echo "usage: bench-compare.sh --bench PATH --device DEV --addr IPV4 --out DIR [--gid N] [--scale quick|full] [--reps N] [--extras yes|no]" >&2
+	echo "usage: bench-compare.sh --bench PATH --device DEV --addr IPV4 --out DIR [--gid N] [--scale quick|full] [--reps N] [--extras yes|no] [--rows TEST:BYTES,...]" >&2
 	exit 2
 fi
 case $scale in
 quick|full) ;;
 *) echo "bench-compare: --scale is quick or full, not '$scale'" >&2; exit 2 ;;
 esac
+for r in $(echo "$rows" | tr ',' ' '); do
+	case $r in
+	write_bw:64|write_bw:4096|write_bw:65536|write_bw:1048576) ;;
+	read_bw:64|read_bw:4096|read_bw:65536|read_bw:1048576) ;;
+	write_lat:2|write_lat:4096) ;;
+	*) echo "bench-compare: --rows: '$r' is not a row of the table (write_bw or read_bw:64|4096|65536|1048576, write_lat:2|4096)" >&2; exit 2 ;;
+	esac
+done
+# want TEST SIZE: is the row in --rows (or --rows not given)?
+want()
+{
+	[ -z "$rows" ] && return 0
+	case ",$rows," in
+	*",$1:$2,"*) return 0 ;;
+	esac
+	return 1
+}
 case ${reps:-5} in
 ''|*[!0-9]*|0) echo "bench-compare: --reps needs a positive number, not '$reps'" >&2; exit 2 ;;
 esac
@@ -304,7 +326,7 @@ run_rotated()
 	done
 }
 
-echo "bench-compare: $dev $addr, kernel $kernel, scale $scale, $reps repetitions, $ncpu CPUs${have_ucx:+, with UCX}"
+echo "bench-compare: $dev $addr, kernel $kernel, scale $scale, $reps repetitions, $ncpu CPUs${have_ucx:+, with UCX}${rows:+, rows $rows}"
 ibv_devinfo -d "$dev" >"$out/devinfo.txt" 2>&1
 {
 	echo "perftest: $(dpkg-query -W -f '${Version}' perftest 2>/dev/null || echo unknown)"
@@ -317,6 +339,7 @@ rep=1
 while [ $rep -le "$reps" ]; do
 	for test in write_bw read_bw; do
 		for size in $bw_sizes; do
+			want $test "$size" || continue
 			# -Q 1 matters where messages are small; above 4 KiB
 			# a CQE per message is noise against the data
 			q1=
@@ -325,6 +348,7 @@ while [ $rep -le "$reps" ]; do
 		done
 	done
 	for size in $lat_sizes; do
+		want write_lat "$size" || continue
 		run_rotated write_lat "$size" $rep ours pt ${have_ucx:+ucx}
 	done
 	echo "bench-compare: repetition $rep of $reps done (t=$(elapsed) s)"

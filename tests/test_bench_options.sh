@@ -22,7 +22,7 @@ fi
 
 n=0
 fails=0
-echo "1..19"
+echo "1..20"
 
 ok()
 {
@@ -99,6 +99,11 @@ refused "--plot of a registration test" "it needs SERVER and one of" \
 refused "--plot without gnuplot in PATH" \
 	"--plot needs gnuplot, which is not installed (apt-get install gnuplot-nox)" \
 	env PATH="$tmp/empty" "$bench" --plot "$tmp/x.png" write_bw 192.0.2.1
+
+refused "bench-compare.sh --rows: not a row of the table" \
+	"'read_bw:63' is not a row of the table" \
+	sh "$srcdir/../scripts/bench-compare.sh" --bench "$bench" --device rxe0 \
+	--addr 192.0.2.1 --out "$tmp/bc" --rows write_bw:64,read_bw:63
 
 # --- the table's verdicts on made-up runs ------------------------------
 # Five repetitions; the peers run at 1.0 except perftest default, set so

@@ -19,6 +19,8 @@
 #   rc_guest_initrd KDIR OUT   the cached initrd with this tree's
 #                              initramfs-init.sh appended as /init
 #   rc_guest_files RUNDIR KDIR writes RUNDIR/guest.mounts for one guest
+#   rc_qemu_start ...          one guest's QEMU in the background
+#   rc_guest_up RUNDIR         has that guest's init come up?
 #
 # Needs RC_SRCDIR, RC_BUILDDIR (absolute), $here (tests/vm in the source).
 
@@ -127,6 +129,30 @@ rc_guest_run()
 		return 1 ;;
 	esac
 	echo "rc.run=$rc__rel"
+}
+
+# rc_qemu_start RUNDIR KERNEL INITRD NETDEV NIC: boot one guest (TCG) in
+# the background under timeout VM_TIMEOUT, its pid in $!: console in
+# RUNDIR/console.log, QEMU's own output in RUNDIR/qemu.out, rc.run= naming
+# RUNDIR (checked by the caller with rc_guest_run first), NETDEV and NIC
+# the -netdev and -device of its one network card.
+# Reads QEMU, VM_TIMEOUT, VM_SMP, VM_MEM, VM_APPEND, KCMDLINE
+# (rc_kernel_info) and tsc_khz (the caller's tests/vm/tsc-khz, or empty).
+# timeout runs QEMU in its own process group: a Ctrl-C at the terminal
+# reaches the caller, whose trap takes QEMU down.
+rc_qemu_start()
+{
+	timeout -k 10 "$VM_TIMEOUT" "$QEMU" \
+		-accel tcg,thread=multi -cpu max -smp "$VM_SMP" -m "$VM_MEM" \
+		-nodefaults -no-user-config -display none -monitor none -no-reboot \
+		-serial "file:$1/console.log" \
+		-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+		-kernel "$2" -initrd "$3" \
+		-append "console=ttyS0 loglevel=4 panic=-1 $KCMDLINE${tsc_khz:+ tsc_early_khz=$tsc_khz} $(rc_guest_run "$1") $VM_APPEND" \
+		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+		-virtfs "local,path=$(rc_qemu_path "$RC_BUILDDIR"),mount_tag=build,security_model=none,multidevs=remap" \
+		-netdev "$4" -device "$5" \
+		</dev/null >"$1/qemu.out" 2>&1 &
 }
 
 # rc_guest_up RUN_FOLDER: has the guest of RUN_FOLDER come up?  Its init

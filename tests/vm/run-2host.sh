@@ -189,29 +189,15 @@ trap 'cleanup; echo "# interrupted"; exit 1' INT TERM HUP
 # boot LETTER LOCAL_PORT REMOTE_PORT MAC: one guest in the background.
 boot()
 {
-	d=$rundir/$1
-	timeout -k 10 "$VM_TIMEOUT" "$QEMU" \
-		-accel tcg,thread=multi -cpu max -smp "$VM_SMP" -m "$VM_MEM" \
-		-nodefaults -no-user-config -display none -monitor none -no-reboot \
-		-serial "file:$d/console.log" \
-		-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
-		-kernel "$kdir/vmlinux" -initrd "$rundir/initrd.img" \
-		-append "console=ttyS0 loglevel=4 panic=-1 $KCMDLINE${tsc_khz:+ tsc_early_khz=$tsc_khz} $(rc_guest_run "$d") $VM_APPEND" \
-		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-		-virtfs "local,path=$(rc_qemu_path "$RC_BUILDDIR"),mount_tag=build,security_model=none,multidevs=remap" \
-		-netdev "socket,id=n0,udp=127.0.0.1:$3,localaddr=127.0.0.1:$2" \
-		-device "virtio-net-pci,netdev=n0,mac=$4" \
-		</dev/null >"$d/qemu.out" 2>&1 &
+	rc_qemu_start "$rundir/$1" "$kdir/vmlinux" "$rundir/initrd.img" \
+		"socket,id=n0,udp=127.0.0.1:$3,localaddr=127.0.0.1:$2" \
+		"virtio-net-pci,netdev=n0,mac=$4"
 }
 
 # The boot watchdog, as in run-vm.sh: a guest whose init has printed
 # nothing within VM_BOOT_TIMEOUT (a TCG boot that never reached the
 # initramfs; seen once in CI) has both guests killed and the pair booted
 # once more, with a warning; a second silent boot fails the pair.
-guest_up()
-{
-	rc_guest_up "$rundir/$1"
-}
 tries=0
 while :; do
 	tries=$((tries + 1))
@@ -256,11 +242,11 @@ while :; do
 			wait "$pid_b"; st_b=$?; pid_b=
 		fi
 		if [ -z "$up" ]; then
-			if guest_up a && guest_up b; then
+			if rc_guest_up "$rundir/a" && rc_guest_up "$rundir/b"; then
 				up=1
 			elif [ $(($(date +%s) - t_boot_s)) -ge "$VM_BOOT_TIMEOUT" ] &&
-			     { { [ -z "$st_a" ] && ! guest_up a; } ||
-			       { [ -z "$st_b" ] && ! guest_up b; }; }; then
+			     { { [ -z "$st_a" ] && ! rc_guest_up "$rundir/a"; } ||
+			       { [ -z "$st_b" ] && ! rc_guest_up "$rundir/b"; }; }; then
 				hung=1
 				kill_qemu "$pid_a" "$pid_b"
 				pid_a= pid_b= st_a= st_b=
@@ -282,13 +268,13 @@ while :; do
 	done
 	[ -n "$hung" ] || break
 	for l in a b; do
-		guest_up $l && continue
+		rc_guest_up "$rundir/$l" && continue
 		cp "$rundir/$l/console.log" "$rundir/$l/console-hung$tries.log" 2>/dev/null
 		echo "# warning: boot $tries: guest $l printed nothing from its init in ${VM_BOOT_TIMEOUT}s (VM_BOOT_TIMEOUT): both killed (console: $rundir/$l/console-hung$tries.log)"
 	done
 	if [ "$tries" -ge 2 ]; then
 		for l in a b; do
-			if guest_up $l; then
+			if rc_guest_up "$rundir/$l"; then
 				eval "st_$l=peer"
 			else
 				eval "st_$l=boot"

@@ -118,7 +118,7 @@ EOS
 # Where the trees are, for the initramfs (no path on the command line).
 rc_guest_files "$rundir" "$kdir" 2>"$rundir/mounts.err" ||
 	bail "cannot write the guest's mount list: $(cat "$rundir/mounts.err")"
-rcrun=$(rc_guest_run "$rundir" 2>"$rundir/mounts.err") ||
+rc_guest_run "$rundir" >/dev/null 2>"$rundir/mounts.err" ||
 	bail "$(cat "$rundir/mounts.err")"
 rc_guest_initrd "$kdir" "$rundir/initrd.img" ||
 	bail "cannot append initramfs-init.sh to $kdir/initrd.img"
@@ -143,21 +143,10 @@ cleanup()
 trap cleanup EXIT
 trap 'cleanup; echo "# interrupted"; exit 1' INT TERM HUP
 
-# timeout runs QEMU in its own process group: a Ctrl-C at the terminal
-# reaches us, and the trap above takes QEMU down with it.
 boot_qemu()
 {
-	timeout -k 10 "$VM_TIMEOUT" "$QEMU" \
-		-accel tcg,thread=multi -cpu max -smp "$VM_SMP" -m "$VM_MEM" \
-		-nodefaults -no-user-config -display none -monitor none -no-reboot \
-		-serial "file:$rundir/console.log" \
-		-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
-		-kernel "$kimage" -initrd "$rundir/initrd.img" \
-		-append "console=ttyS0 loglevel=4 panic=-1 $KCMDLINE${tsc_khz:+ tsc_early_khz=$tsc_khz} $rcrun $VM_APPEND" \
-		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-		-virtfs "local,path=$(rc_qemu_path "$RC_BUILDDIR"),mount_tag=build,security_model=none,multidevs=remap" \
-		-netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0 \
-		</dev/null >"$rundir/qemu.out" 2>&1 &
+	rc_qemu_start "$rundir" "$kimage" "$rundir/initrd.img" \
+		user,id=n0,restrict=on virtio-net-pci,netdev=n0
 	qpid=$!
 }
 
@@ -170,10 +159,6 @@ boot_qemu()
 # neither sign within VM_BOOT_TIMEOUT is killed and booted once more,
 # loudly; a second silent boot fails the suite.  Nothing of ours has run
 # by then but the initramfs, which prints "rc-initramfs: started" first.
-guest_up()
-{
-	rc_guest_up "$rundir"
-}
 tries=0
 while :; do
 	tries=$((tries + 1))
@@ -184,7 +169,7 @@ while :; do
 	t_boot=$(date +%s)
 	hung=
 	while kill -0 "$qpid" 2>/dev/null; do
-		guest_up && break
+		rc_guest_up "$rundir" && break
 		if [ $(($(date +%s) - t_boot)) -ge "$VM_BOOT_TIMEOUT" ]; then
 			hung=1
 			break

@@ -163,7 +163,6 @@ void rx_peer_free(struct rdmaxfer_peer *peer)
 		    !peer->qps[i].disconnecting && !peer->agent->port_down)
 			rdma_disconnect(peer->qps[i].id);
 		destroy_qp(&peer->qps[i]);
-		rx_qp_drop_terms(&peer->qps[i]);
 	}
 	rx_list_del(&peer->accept_node);
 	rx_list_del(&peer->node);

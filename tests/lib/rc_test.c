@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <CUnit/Basic.h>
 
@@ -15,6 +16,7 @@ static unsigned int rc_num;
 static unsigned int rc_failed;
 static char rc_skip_reason[256];
 static int rc_skipping;
+static struct timespec rc_t0;
 
 void rc_skip_all(const char *fmt, ...)
 {
@@ -55,6 +57,22 @@ static void rc_test_start(const CU_pTest test, const CU_pSuite suite)
 {
 	rc_skipping = 0;
 	rc_skip_reason[0] = '\0';
+	clock_gettime(CLOCK_MONOTONIC, &rc_t0);
+}
+
+/*
+ * A test that took a second or more says so on a diagnostic line: where a
+ * suite's time goes on a slow guest (the debug kernel) and in CI.
+ */
+static void rc_test_time(const CU_pTest test, const CU_pSuite suite)
+{
+	struct timespec t1;
+	double s;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	s = (t1.tv_sec - rc_t0.tv_sec) + (t1.tv_nsec - rc_t0.tv_nsec) / 1e9;
+	if (s >= 1.0)
+		printf("# %s/%s: %.1f s\n", suite->pName, test->pName, s);
 }
 
 static void rc_test_complete(const CU_pTest test, const CU_pSuite suite,
@@ -62,6 +80,7 @@ static void rc_test_complete(const CU_pTest test, const CU_pSuite suite,
 {
 	const CU_FailureRecord *f;
 
+	rc_test_time(test, suite);
 	rc_num++;
 	if (failure) {
 		rc_failed++;

@@ -86,9 +86,12 @@ rc_run()
 	shift
 	rc__out=$(mktemp /tmp/rc-run.XXXXXX) || { rc_fail "$rc__name" "mktemp failed"; return 1; }
 	echo "+ $*"
+	rc__t0=$(date +%s)
 	"$@" >"$rc__out" 2>&1 </dev/null
 	rc__st=$?
 	cat "$rc__out"
+	# where a suite's time goes (CI's time budget), on the console only
+	echo "# $rc__name: $(($(date +%s) - rc__t0)) s, exit $rc__st"
 	if ! grep -qE '^1\.\.[0-9]+' "$rc__out"; then
 		case $rc__st in
 		0) rc_ok "$rc__name" ;;

@@ -73,7 +73,10 @@ fi
 
 # --- ring_entries=16: the module parameter path of the overflow test ---
 if rc_check "insmod ring_entries=16" load ring_entries=16; then
-	rc_run "overflow ring_entries=16" "$T/test_kmod_overflow"
+	# only the case that reads the parameter: configure_ring16 ran above
+	# and does not depend on it (15 s of the debug kernel's time)
+	rc_run "overflow ring_entries=16" "$T/test_kmod_overflow" \
+		kmod_overflow/param_ring16
 	unload "rmmod after ring_entries=16"
 fi
 

@@ -196,8 +196,9 @@ boot()
 
 # The boot watchdog, as in run-vm.sh: a guest whose init has printed
 # nothing within VM_BOOT_TIMEOUT (a TCG boot that never reached the
-# initramfs; seen once in CI) has both guests killed and the pair booted
-# once more, with a warning; a second silent boot fails the pair.
+# initramfs; seen once in CI), or whose kernel panicked before its init
+# came up (rc_early_panic), has both guests killed and the pair booted
+# once more, with a warning; a second such boot fails the pair.
 tries=0
 while :; do
 	tries=$((tries + 1))
@@ -244,6 +245,13 @@ while :; do
 		if [ -z "$up" ]; then
 			if rc_guest_up "$rundir/a" && rc_guest_up "$rundir/b"; then
 				up=1
+			elif { [ -n "$st_a" ] && rc_early_panic "$rundir/a"; } ||
+			     { [ -n "$st_b" ] && rc_early_panic "$rundir/b"; }; then
+				# a kernel panic before the init (host-lib.sh)
+				hung=1
+				kill_qemu "$pid_a" "$pid_b"
+				pid_a= pid_b= st_a= st_b=
+				break
 			elif [ $(($(date +%s) - t_boot_s)) -ge "$VM_BOOT_TIMEOUT" ] &&
 			     { { [ -z "$st_a" ] && ! rc_guest_up "$rundir/a"; } ||
 			       { [ -z "$st_b" ] && ! rc_guest_up "$rundir/b"; }; }; then
@@ -270,7 +278,11 @@ while :; do
 	for l in a b; do
 		rc_guest_up "$rundir/$l" && continue
 		cp "$rundir/$l/console.log" "$rundir/$l/console-hung$tries.log" 2>/dev/null
-		echo "# warning: boot $tries: guest $l printed nothing from its init in ${VM_BOOT_TIMEOUT}s (VM_BOOT_TIMEOUT): both killed (console: $rundir/$l/console-hung$tries.log)"
+		if rc_early_panic "$rundir/$l"; then
+			echo "# warning: boot $tries: guest $l's kernel panicked before its init came up: both killed (console: $rundir/$l/console-hung$tries.log)"
+		else
+			echo "# warning: boot $tries: guest $l printed nothing from its init in ${VM_BOOT_TIMEOUT}s (VM_BOOT_TIMEOUT): both killed (console: $rundir/$l/console-hung$tries.log)"
+		fi
 	done
 	if [ "$tries" -ge 2 ]; then
 		for l in a b; do
@@ -299,7 +311,11 @@ why()
 	case $2 in
 	1) ;;
 	peer) echo "killed: the other guest did not come up in two boots" ;;
-	boot) echo "the guest did not come up in two boots (nothing from its init within ${VM_BOOT_TIMEOUT}s each: VM_BOOT_TIMEOUT)" ;;
+	boot) if rc_early_panic "$d"; then
+		echo "the guest did not come up in two boots: its kernel panicked before its init ($(grep -m1 'Kernel panic' "$d/console.log" | tr -d '\r'))"
+	      else
+		echo "the guest did not come up in two boots (nothing from its init within ${VM_BOOT_TIMEOUT}s each: VM_BOOT_TIMEOUT)"
+	      fi ;;
 	124|137) echo "timeout: the guest did not finish (VM_TIMEOUT ${VM_TIMEOUT}s, grace ${VM_2HOST_GRACE}s)" ;;
 	0) if grep -q 'Kernel panic' "$d/console.log" 2>/dev/null; then
 		echo "kernel panic: $(grep -m1 'Kernel panic' "$d/console.log" | tr -d '\r')"

@@ -157,7 +157,8 @@ boot_qemu()
 # CPU: a boot that never reached our init (see no_timer_check in
 # kernels.sh for the likeliest cause).  A guest whose init has shown
 # neither sign within VM_BOOT_TIMEOUT is killed and booted once more,
-# loudly; a second silent boot fails the suite.  Nothing of ours has run
+# loudly; a second silent boot fails the suite.  So is a guest whose
+# kernel panicked before its init came up (rc_early_panic).  Nothing of ours has run
 # by then but the initramfs, which prints "rc-initramfs: started" first.
 tries=0
 while :; do
@@ -194,6 +195,13 @@ while :; do
 	wait "$qpid"
 	qrc=$?
 	qpid=
+	# a kernel panic before our init came up: nothing of ours ran yet
+	if rc_early_panic "$rundir" && [ "$tries" -lt 2 ]; then
+		cp "$rundir/console.log" "$rundir/console-panic$tries.log" 2>/dev/null
+		echo "# warning: boot $tries: the kernel panicked before the guest's init came up (console: $rundir/console-panic$tries.log): $(grep -m1 'Kernel panic' "$rundir/console.log" | tr -d '\r')"
+		echo "# warning: booting $suite@$kernel once more"
+		continue
+	fi
 	break
 done
 t_end=$(now)

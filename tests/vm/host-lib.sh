@@ -22,6 +22,7 @@
 #   rc_qemu_start ...          one guest's QEMU in the background
 #   rc_guest_up RUNDIR         has that guest's init come up?
 #   rc_early_panic RUNDIR      did its kernel panic before that?
+#   rc_panic_line RUNDIR       its console's first "Kernel panic" line
 #
 # Needs RC_SRCDIR, RC_BUILDDIR (absolute), $here (tests/vm in the source).
 
@@ -174,7 +175,14 @@ rc_guest_up()
 # guest once more, as they do a silent one.
 rc_early_panic()
 {
-	! rc_guest_up "$1" && grep -q 'Kernel panic' "$1/console.log" 2>/dev/null
+	! rc_guest_up "$1" && [ -n "$(rc_panic_line "$1")" ]
+}
+
+# rc_panic_line RUN_FOLDER: the first "Kernel panic" line of that guest's
+# console (empty when there is none), for a verdict or a warning.
+rc_panic_line()
+{
+	grep -m1 'Kernel panic' "$1/console.log" 2>/dev/null | tr -d '\r'
 }
 
 # rc_dmesg_bad DMESG OUT: the lines of a guest's kernel log (and kmemleak

@@ -312,13 +312,13 @@ why()
 	1) ;;
 	peer) echo "killed: the other guest did not come up in two boots" ;;
 	boot) if rc_early_panic "$d"; then
-		echo "the guest did not come up in two boots: its kernel panicked before its init ($(grep -m1 'Kernel panic' "$d/console.log" | tr -d '\r'))"
+		echo "the guest did not come up in two boots: its kernel panicked before its init ($(rc_panic_line "$d"))"
 	      else
 		echo "the guest did not come up in two boots (nothing from its init within ${VM_BOOT_TIMEOUT}s each: VM_BOOT_TIMEOUT)"
 	      fi ;;
 	124|137) echo "timeout: the guest did not finish (VM_TIMEOUT ${VM_TIMEOUT}s, grace ${VM_2HOST_GRACE}s)" ;;
-	0) if grep -q 'Kernel panic' "$d/console.log" 2>/dev/null; then
-		echo "kernel panic: $(grep -m1 'Kernel panic' "$d/console.log" | tr -d '\r')"
+	0) if [ -n "$(rc_panic_line "$d")" ]; then
+		echo "kernel panic: $(rc_panic_line "$d")"
 	   else
 		echo "the guest rebooted or powered off before the suite ended"
 	   fi ;;

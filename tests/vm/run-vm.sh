@@ -158,8 +158,9 @@ boot_qemu()
 # kernels.sh for the likeliest cause).  A guest whose init has shown
 # neither sign within VM_BOOT_TIMEOUT is killed and booted once more,
 # loudly; a second silent boot fails the suite.  So is a guest whose
-# kernel panicked before its init came up (rc_early_panic).  Nothing of ours has run
-# by then but the initramfs, which prints "rc-initramfs: started" first.
+# kernel panicked before its init came up (rc_early_panic).  Nothing of
+# ours has run by then but the initramfs, which prints "rc-initramfs:
+# started" first.
 tries=0
 while :; do
 	tries=$((tries + 1))
@@ -198,7 +199,7 @@ while :; do
 	# a kernel panic before our init came up: nothing of ours ran yet
 	if rc_early_panic "$rundir" && [ "$tries" -lt 2 ]; then
 		cp "$rundir/console.log" "$rundir/console-panic$tries.log" 2>/dev/null
-		echo "# warning: boot $tries: the kernel panicked before the guest's init came up (console: $rundir/console-panic$tries.log): $(grep -m1 'Kernel panic' "$rundir/console.log" | tr -d '\r')"
+		echo "# warning: boot $tries: the kernel panicked before the guest's init came up (console: $rundir/console-panic$tries.log): $(rc_panic_line "$rundir")"
 		echo "# warning: booting $suite@$kernel once more"
 		continue
 	fi
@@ -213,8 +214,8 @@ case $qrc in
 boot) why="the guest did not come up in two boots (nothing from its init within ${VM_BOOT_TIMEOUT}s each: VM_BOOT_TIMEOUT)" ;;
 1) status=0 ;;			# guest wrote 0: suite ran to its end
 124|137) why="timeout: the guest did not finish within ${VM_TIMEOUT}s (VM_TIMEOUT)" ;;
-0) if grep -q 'Kernel panic' "$rundir/console.log" 2>/dev/null; then
-	why="kernel panic: $(grep -m1 'Kernel panic' "$rundir/console.log" | tr -d '\r')"
+0) if [ -n "$(rc_panic_line "$rundir")" ]; then
+	why="kernel panic: $(rc_panic_line "$rundir")"
    else
 	why="the guest rebooted or powered off before the suite ended"
    fi ;;

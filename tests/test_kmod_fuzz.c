@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,7 @@ static const unsigned long real_cmds[] = {
 
 static void test_fuzz(void)
 {
-	long iters = kt_env_long("KMOD_FUZZ_ITERS", 100000);
+	long iters = rc_env_long("KMOD_FUZZ_ITERS", 100000, 1, 1000000000);
 	long long base_w = kt_sysfs("watches"), base_p = kt_sysfs("pinned_bytes");
 	long long base_c = kt_sysfs("nr_contexts");
 	unsigned long cmd;
@@ -61,7 +62,7 @@ static void test_fuzz(void)
 	void *arg;
 	int k, fd;
 
-	seed = (unsigned int)kt_env_long("KMOD_FUZZ_SEED", 12345);
+	seed = (unsigned int)rc_env_long("KMOD_FUZZ_SEED", 12345, 0, UINT_MAX);
 	rc_diag("seed %u, %ld iterations", seed, iters);
 	/* area: 16 pages of random bytes, then a PROT_NONE guard page */
 	area = mmap(NULL, 17 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -183,7 +183,7 @@ static int run_process(int seconds, unsigned int seed)
 
 static void test_stress(void)
 {
-	int seconds = (int)kt_env_long("KMOD_STRESS_SECONDS", 30);
+	int seconds = (int)rc_env_long("KMOD_STRESS_SECONDS", 30, 1, 3600);
 	long long base_w = kt_sysfs("watches"), base_p = kt_sysfs("pinned_bytes");
 	long long base_c = kt_sysfs("nr_contexts");
 	pid_t pid[2];

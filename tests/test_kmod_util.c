@@ -192,13 +192,6 @@ void *kt_map_pages(size_t n)
 	return p;
 }
 
-long kt_env_long(const char *name, long def)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? strtol(v, NULL, 0) : def;
-}
-
 static long long kt_read_ll(const char *path)
 {
 	long long v = -1;

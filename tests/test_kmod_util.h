@@ -52,9 +52,6 @@ int kt_find_event(const struct regcache_event *ev, int n, uint64_t cookie);
 /* Map n fresh anonymous pages, touched (so they are populated). */
 void *kt_map_pages(size_t n);
 
-/* Integer knob from the environment, with a default. */
-long kt_env_long(const char *name, long def);
-
 /* Current value of a regcache module parameter, or -1. */
 long long kt_param(const char *name);
 

@@ -1212,11 +1212,10 @@ static void test_stress(void)
 {
 	pthread_t t[STRESS_THREADS];
 	struct regcache_stats st;
-	const char *v = getenv("REGCACHE_STRESS_ITERS");
 	int i;
 
-	stress_iters = v && *v ? strtol(v, NULL, 0) : 20000;
-	CU_ASSERT_FATAL(stress_iters > 0);
+	stress_iters = rc_env_long("REGCACHE_STRESS_ITERS", 20000, 1,
+				   100000000);
 	stress_buf = map_pages(STRESS_PAGES);
 	CU_ASSERT_FATAL(stress_buf != NULL);
 	CU_ASSERT_FATAL(make_cache(16, 0, 8 * psz) == 0);

@@ -2,6 +2,8 @@
 /*
  * rc_test.c - run CUnit suites and report every test as a TAP test point.
  */
+#include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +53,25 @@ void rc_diag(const char *fmt, ...)
 	va_end(ap);
 	printf("\n");
 	fflush(stdout);
+}
+
+long rc_env_long(const char *name, long def, long min, long max)
+{
+	const char *v = getenv(name);
+	char *end;
+	long n;
+
+	if (!v || !*v)
+		return def;
+	errno = 0;
+	n = strtol(v, &end, 0);
+	if (errno || *end || n < min || n > max) {
+		printf("Bail out! %s=%s: not a whole number from %ld to %ld\n",
+		       name, v, min, max);
+		fflush(stdout);
+		exit(RC_EXIT_ERROR);
+	}
+	return n;
 }
 
 static void rc_test_start(const CU_pTest test, const CU_pSuite suite)

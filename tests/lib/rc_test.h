@@ -45,6 +45,15 @@ static inline int rc_skip_fork_under_tsan(void)
 void rc_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /*
+ * A test's size knob from the environment (REGCACHE_STRESS_ITERS,
+ * KMOD_INVAL_ROUNDS, ...): def when name is unset or empty, else its
+ * value (decimal, or 0x hex), which must be a whole number from min to
+ * max.  Anything else ends the program with 99 and says why: a typo must
+ * not run a test of 0 iterations that passes.
+ */
+long rc_env_long(const char *name, long def, long min, long max);
+
+/*
  * Run every registered suite.  If argv names tests ("suite/test" or
  * "suite"), run only those.  Returns the process exit code.
  */

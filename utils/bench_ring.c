@@ -21,6 +21,12 @@
  * point the initiator names N and the size, the target answers with the
  * ring's one-line target info (JSON, the form a control plane carries),
  * and after the point it confirms that it released every grain.
+ *
+ * --floor (local only) adds a third phase to each round: as many WRITEs
+ * with immediate, N in flight, into a second target agent that has no
+ * ring and only counts them.  That is a ring without credits (which a
+ * ring must never be): ring / imm is what the credits cost, imm / write
+ * what the immediate and the target's completion per grain cost.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -28,6 +34,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #include "bench_ring.h"
 
@@ -49,6 +56,25 @@ static double now_s(void)
 struct ring_target {
 	struct rdmaxfer_ring *ring;
 	uint64_t released;
+};
+
+/*
+ * --floor (local mode): a second target agent without a ring, whose
+ * callback only counts immediates, and the initiator's peer to it.
+ * WRITEs with immediate into it, N in flight, are a ring without
+ * credits: the immediate and the target's completion per grain, never a
+ * wait for a release.  Safe because nothing reads those slots.
+ */
+struct ring_floor {
+	struct rdmaxfer_agent *agent;
+	struct rdmaxfer_peer *peer;
+	uint64_t imms;
+	struct rdmaxfer_ring_info info;	/* its slots, as a ring's */
+};
+
+/* Seconds of one point's three phases, summed over the rounds. */
+struct ring_times {
+	double ring, write, imm;
 };
 
 /* Control messages of the remote mode (cfg->ctl's types).  A point of
@@ -78,6 +104,26 @@ static void release_cb(void *user, const struct rdmaxfer_grain *g)
 
 	rdmaxfer_ring_release(t->ring, g->index);
 	__atomic_add_fetch(&t->released, 1, __ATOMIC_RELAXED);
+}
+
+static void floor_cb(void *user, const struct rdmaxfer_notif *n)
+{
+	struct ring_floor *f = user;
+
+	if (n->type == RDMAXFER_NOTIF_IMM)
+		__atomic_add_fetch(&f->imms, 1, __ATOMIC_RELAXED);
+}
+
+/* Until the floor's target has taken imms immediates (0), or -EBADMSG. */
+static int floor_wait(struct ring_floor *f, uint64_t imms)
+{
+	double t0 = now_s();
+
+	while (__atomic_load_n(&f->imms, __ATOMIC_RELAXED) < imms &&
+	       now_s() - t0 < WAIT_MS / 1e3)
+		usleep(1000);
+	return __atomic_load_n(&f->imms, __ATOMIC_RELAXED) == imms ?
+	       0 : -EBADMSG;
 }
 
 static void target_ring_destroy(struct ring_target *t)
@@ -137,11 +183,12 @@ static unsigned int more_flag(uint32_t i, uint32_t count, uint32_t batch)
 }
 
 /* Plain WRITEs of a slot's size into the ring's slots, n_slots in
- * flight, batch per doorbell. */
+ * flight, batch per doorbell; each with an immediate if imm. */
 static int plain_writes(struct rdmaxfer_peer *peer,
 			const struct rdmaxfer_ring_info *info, void *src,
-			uint32_t iters, uint32_t batch, double *secs)
+			uint32_t iters, uint32_t batch, bool imm, double *secs)
 {
+	struct rdmaxfer_xfer_notif notif = { .value = 0 };
 	struct rdmaxfer_req **reqs;
 	struct rdmaxfer_iov iov = { src, info->slot_size };
 	uint32_t i, n = info->n_slots;
@@ -157,7 +204,8 @@ static int plain_writes(struct rdmaxfer_peer *peer,
 		d.addr += (uint64_t)i * info->slot_size;
 		d.len = info->slot_size;
 		ret = rdmaxfer_xfer_prepare(peer, RDMAXFER_OP_WRITE, &iov, 1,
-					    &d, 1, NULL, &reqs[i]);
+					    &d, 1, imm ? &notif : NULL,
+					    &reqs[i]);
 	}
 	t0 = now_s();
 	for (i = 0; i < iters && !ret; i++) {
@@ -204,7 +252,8 @@ static uint32_t round_grains(const struct bench_ring_cfg *cfg, uint64_t size)
 static int ring_rounds(const struct bench_ring_cfg *cfg,
 		       struct rdmaxfer_agent *ini,
 		       const struct rdmaxfer_ring_info *info, void *src,
-		       uint32_t chunk, double *rsec, double *psec)
+		       uint32_t chunk, struct ring_floor *fl,
+		       struct ring_times *tm)
 {
 	struct rdmaxfer_ring_writer *w = NULL;
 	struct rdmaxfer_iov iov = { src, info->slot_size };
@@ -213,8 +262,9 @@ static int ring_rounds(const struct bench_ring_cfg *cfg,
 	double t0, sec = 0;
 	int ret;
 
-	*rsec = 0;
-	*psec = 0;
+	memset(tm, 0, sizeof(*tm));
+	if (fl)
+		fl->imms = 0;
 	ret = rdmaxfer_ring_attach(ini, info, WAIT_MS, &w);
 	for (r = 0; r < ROUNDS && !ret; r++) {
 		t0 = now_s();
@@ -224,13 +274,22 @@ static int ring_rounds(const struct bench_ring_cfg *cfg,
 						WAIT_MS);
 		if (!ret)
 			ret = rdmaxfer_ring_flush(w, WAIT_MS);
-		*rsec += now_s() - t0;
+		tm->ring += now_s() - t0;
 		/* the plain WRITEs on the writer's own connection: same
 		 * path */
 		if (!ret)
 			ret = plain_writes(rdmaxfer_ring_writer_peer(w), info,
-					   src, chunk, batch, &sec);
-		*psec += sec;
+					   src, chunk, batch, false, &sec);
+		tm->write += sec;
+		if (ret || !fl)
+			continue;
+		/* the same with immediates into the ring-less target, and
+		 * its completions all taken before the next round */
+		ret = plain_writes(fl->peer, &fl->info, src, chunk, batch,
+				   true, &sec);
+		tm->imm += sec;
+		if (!ret)
+			ret = floor_wait(fl, (uint64_t)(r + 1) * chunk);
 	}
 	if (w)
 		rdmaxfer_ring_detach(w);
@@ -238,16 +297,23 @@ static int ring_rounds(const struct bench_ring_cfg *cfg,
 }
 
 static void print_point(const struct bench_ring_cfg *cfg, uint32_t n,
-			uint64_t size, uint32_t iters, double rsec,
-			double psec)
+			uint64_t size, uint32_t iters,
+			const struct ring_times *tm)
 {
 	const char *fmt = cfg->csv ?
-		"ring,%u,%llu,%u,%.1f,%.2f,%.1f,%.2f,%.3f\n" :
-		"%4u %10llu %6u %12.1f %10.2f %12.1f %10.2f %8.3f\n";
+		"ring,%u,%llu,%u,%.1f,%.2f,%.1f,%.2f,%.3f" :
+		"%4u %10llu %6u %12.1f %10.2f %12.1f %10.2f %8.3f";
 
-	printf(fmt, n, (unsigned long long)size, iters, iters / rsec,
-	       iters * (double)size / rsec / 1048576.0, iters / psec,
-	       iters * (double)size / psec / 1048576.0, rsec / psec);
+	printf(fmt, n, (unsigned long long)size, iters, iters / tm->ring,
+	       iters * (double)size / tm->ring / 1048576.0,
+	       iters / tm->write,
+	       iters * (double)size / tm->write / 1048576.0,
+	       tm->ring / tm->write);
+	if (cfg->floor)
+		printf(cfg->csv ? ",%.1f,%.3f,%.3f" : " %12.1f %8.3f %8.3f",
+		       iters / tm->imm, tm->imm / tm->write,
+		       tm->ring / tm->imm);
+	printf("\n");
 	fflush(stdout);
 }
 
@@ -255,19 +321,44 @@ static void print_point(const struct bench_ring_cfg *cfg, uint32_t n,
 static int point_local(const struct bench_ring_cfg *cfg,
 		       struct rdmaxfer_agent *tgt, struct rdmaxfer_agent *ini,
 		       uint32_t n, uint64_t size, void *src, uint32_t chunk,
-		       double *rsec, double *psec)
+		       struct ring_floor *fl, struct ring_times *tm)
 {
+	struct rdmaxfer_mem *fmem = NULL;
 	struct rdmaxfer_ring_info info;
 	struct ring_target t;
+	void *fbuf = NULL;
+	size_t flen = (size_t)n * size;
 	int ret;
 
+	if (fl) {
+		/* the floor's slots: as many, as large, remote write only */
+		fbuf = mmap(NULL, flen, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (fbuf == MAP_FAILED)
+			return -ENOMEM;
+		ret = rdmaxfer_mem_register_access(fl->agent, fbuf, flen,
+						   RDMAXFER_MEM_HOST,
+						   RDMAXFER_ACCESS_REMOTE_WRITE,
+						   &fmem);
+		if (!ret)
+			ret = rdmaxfer_mem_desc(fmem, 0, 0, &fl->info.slots);
+		if (ret)
+			goto out;
+		fl->info.n_slots = n;
+		fl->info.slot_size = size;
+	}
 	ret = target_ring_create(tgt, n, size, &t, &info);
 	if (ret)
-		return ret;
-	ret = ring_rounds(cfg, ini, &info, src, chunk, rsec, psec);
+		goto out;
+	ret = ring_rounds(cfg, ini, &info, src, chunk, fl, tm);
 	if (!ret)
 		ret = wait_released(&t, (uint64_t)chunk * ROUNDS);
 	target_ring_destroy(&t);
+out:
+	if (fmem)
+		rdmaxfer_mem_deregister(fmem);
+	if (fbuf)
+		munmap(fbuf, flen);
 	return ret;
 }
 
@@ -276,7 +367,7 @@ static int point_local(const struct bench_ring_cfg *cfg,
 static int point_remote(const struct bench_ring_cfg *cfg,
 			struct rdmaxfer_agent *ini, struct rdmaxfer_peer *ctl,
 			uint32_t n, uint64_t size, void *src, uint32_t chunk,
-			double *rsec, double *psec)
+			struct ring_times *tm)
 {
 	const struct bench_ring_ctl *c = &cfg->ctl;
 	struct ring_point_msg pt = { c->magic, n, size };
@@ -297,7 +388,7 @@ static int point_remote(const struct bench_ring_cfg *cfg,
 	}
 	if (ret)
 		return ret;
-	ret = ring_rounds(cfg, ini, &info, src, chunk, rsec, psec);
+	ret = ring_rounds(cfg, ini, &info, src, chunk, NULL, tm);
 	end.status = ret;
 	end.grains = (uint64_t)chunk * ROUNDS;
 	r = c->send(ini, ctl, c->type_end, &end, sizeof(end));
@@ -402,7 +493,9 @@ int bench_ring(const struct bench_ring_cfg *cfg)
 	bool remote = cfg->role == BENCH_RING_REMOTE;
 	uint64_t maxsz = 0, size;
 	struct ring_point_msg bye = { cfg->ctl.magic, 0, 0 };
-	double rsec, psec;
+	struct ring_floor fs = { 0 }, *fl = NULL;
+	struct ring_times tm;
+	uint16_t fport = 0;
 	uint32_t chunk;
 	void *src = NULL;
 	size_t s, k;
@@ -420,6 +513,25 @@ int bench_ring(const struct bench_ring_cfg *cfg)
 		ret = cfg->make_target(&tgt);
 	if (!ret && !remote)
 		ret = rdmaxfer_listen(tgt, cfg->host, 0);
+	if (!ret && cfg->floor) {
+		/* checked by the caller too: the floor is local only */
+		if (remote)
+			ret = -EINVAL;
+		if (!ret)
+			ret = cfg->make_target(&fs.agent);
+		if (!ret)
+			ret = rdmaxfer_listen(fs.agent, cfg->host, 0);
+		if (!ret)
+			ret = rdmaxfer_listen_port(fs.agent, &fport);
+		if (!ret)
+			ret = rdmaxfer_set_notif_cb(fs.agent, floor_cb,
+						    &fs);
+		if (!ret)
+			ret = rdmaxfer_connect(ini, cfg->host, fport, WAIT_MS,
+					       &fs.peer);
+		if (!ret)
+			fl = &fs;
+	}
 	if (!ret && !(src = malloc(maxsz)))
 		ret = -ENOMEM;
 	if (ret)
@@ -427,14 +539,18 @@ int bench_ring(const struct bench_ring_cfg *cfg)
 	memset(src, 0xa5, maxsz);
 	if (cfg->csv)
 		printf("test,n_slots,size,grains,ring_grains_s,ring_mib_s,"
-		       "write_s,write_mib_s,ring_time_ratio\n");
+		       "write_s,write_mib_s,ring_time_ratio%s\n",
+		       fl ? ",imm_s,imm_time_ratio,ring_imm_ratio" : "");
 	else
 		printf("# ring: grains put (credits, one WRITE with immediate "
 		       "each) vs plain WRITEs of the same size, N in flight, "
-		       "same connection%s\n%4s %10s %6s %12s %10s %12s %10s "
-		       "%8s\n", remote ? ", remote target" : "", "N", "size",
-		       "grains", "ring/s", "ring MiB/s", "write/s",
-		       "write MiB/s", "t ratio");
+		       "same connection%s%s\n%4s %10s %6s %12s %10s %12s %10s "
+		       "%8s%s\n", remote ? ", remote target" : "",
+		       fl ? "; imm: WRITEs with immediate to a target without "
+			    "a ring (no credits)" : "",
+		       "N", "size", "grains", "ring/s", "ring MiB/s",
+		       "write/s", "write MiB/s", "t ratio",
+		       fl ? "        imm/s   imm/wr ring/imm" : "");
 	for (s = 0; s < cfg->nsizes && !ret; s++)
 		for (k = 0; k < sizeof(ring_slots) / sizeof(*ring_slots) &&
 		     !ret; k++) {
@@ -444,15 +560,13 @@ int bench_ring(const struct bench_ring_cfg *cfg)
 			chunk = round_grains(cfg, size);
 			if (remote)
 				ret = point_remote(cfg, ini, ctl, ring_slots[k],
-						   size, src, chunk, &rsec,
-						   &psec);
+						   size, src, chunk, &tm);
 			else
 				ret = point_local(cfg, tgt, ini, ring_slots[k],
-						  size, src, chunk, &rsec,
-						  &psec);
+						  size, src, chunk, fl, &tm);
 			if (!ret)
 				print_point(cfg, ring_slots[k], size,
-					    chunk * ROUNDS, rsec, psec);
+					    chunk * ROUNDS, &tm);
 		}
 out:
 	if (ret)
@@ -462,6 +576,12 @@ out:
 				 sizeof(bye)) == 0)
 		usleep(100000);
 	free(src);
+	if (fs.peer)
+		rdmaxfer_peer_destroy(fs.peer);
+	if (fs.agent) {
+		rdmaxfer_set_notif_cb(fs.agent, NULL, NULL);
+		rdmaxfer_agent_destroy(fs.agent);
+	}
 	if (ctl)
 		rdmaxfer_peer_destroy(ctl);
 	if (ini)

@@ -50,6 +50,9 @@ struct bench_ring_cfg {
 	const char *host;		/* the target's listen address (REMOTE:
 					 * the target's control address) */
 	uint32_t batch;			/* grains per doorbell (0, 1: one) */
+	/* LOCAL: also WRITEs with immediate into a ring-less target (the
+	 * ring's cost without credits) */
+	bool floor;
 	bool csv;
 	int (*make_agent)(uint32_t flags, struct rdmaxfer_agent **agentp);
 	/* the target: an agent with a progress thread */

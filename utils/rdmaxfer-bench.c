@@ -155,6 +155,7 @@ struct opts {
 	int reps;
 	const char *plot;
 	int ring_role;			/* ring: enum bench_ring_role */
+	bool ring_floor;		/* ring: --floor */
 	bool batch_set;
 };
 
@@ -1288,6 +1289,7 @@ static int run_ring(void)
 		.iters = o.iters > 0 ? (uint32_t)o.iters : 0,
 		.host = o.server,
 		.batch = o.batch_set ? o.batch : 1,
+		.floor = o.ring_floor,
 		.csv = o.csv,
 		.make_agent = make_agent_with,
 		.make_target = make_ring_target,
@@ -1861,6 +1863,9 @@ static void usage(FILE *f)
 "                         if no initiator comes), for one initiator\n"
 "      --remote           ring ADDR: only the initiator, against a --target\n"
 "                         on ADDR (same -p)\n"
+"      --floor            ring: also WRITEs with immediate, N in flight,\n"
+"                         into a target without a ring (no credits: the\n"
+"                         ring's cost apart from them); not remote\n"
 "  -h, --help\n", prog, prog, prog, DEF_PORT);
 }
 
@@ -1962,7 +1967,8 @@ static int run_compare(const char *self)
 
 enum { OPT_TOTAL = 256, OPT_CHUNKS, OPT_CACHE, OPT_JSON, OPT_CSV,
 	OPT_VALIDATE, OPT_TIMEOUT, OPT_SIGNAL, OPT_WARMUP, OPT_BATCH,
-	OPT_COMPARE, OPT_REPS, OPT_PLOT, OPT_TARGET, OPT_REMOTE };
+	OPT_COMPARE, OPT_REPS, OPT_PLOT, OPT_TARGET, OPT_REMOTE,
+	OPT_FLOOR };
 
 static const struct option longopts[] = {
 	{ "size", required_argument, NULL, 's' },
@@ -1993,6 +1999,7 @@ static const struct option longopts[] = {
 	{ "plot", required_argument, NULL, OPT_PLOT },
 	{ "target", no_argument, NULL, OPT_TARGET },
 	{ "remote", no_argument, NULL, OPT_REMOTE },
+	{ "floor", no_argument, NULL, OPT_FLOOR },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -2147,6 +2154,9 @@ int main(int argc, char **argv)
 		case OPT_REMOTE:
 			o.ring_role = BENCH_RING_REMOTE;
 			break;
+		case OPT_FLOOR:
+			o.ring_floor = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -2171,9 +2181,16 @@ int main(int argc, char **argv)
 	o.test = (enum test)t;
 	if (optind + 1 < argc)
 		o.server = argv[optind + 1];
-	if (o.ring_role != BENCH_RING_LOCAL && o.test != T_RING) {
-		fprintf(stderr, "%s: --target and --remote apply to ring only\n",
-			prog);
+	if ((o.ring_role != BENCH_RING_LOCAL || o.ring_floor) &&
+	    o.test != T_RING) {
+		fprintf(stderr, "%s: --target, --remote and --floor apply to "
+			"ring only\n", prog);
+		return 2;
+	}
+	if (o.ring_floor && o.ring_role != BENCH_RING_LOCAL) {
+		fprintf(stderr, "%s: --floor: the ring-less target is in this "
+			"process, so not with --target or --remote: %s (%d)\n",
+			prog, strerror(EINVAL), -EINVAL);
 		return 2;
 	}
 	if (o.json && o.csv) {

@@ -4,7 +4,8 @@
 # against plain WRITEs of the same size and depth on the same connection
 # (rdmaxfer-bench ring), and against rdmaxfer-bench write_bw, for the
 # table in doc/BENCHMARKS.md.  Each repetition runs every size once, the
-# ring and its plain WRITEs interleaved inside each point; the CSV goes to
+# ring, its plain WRITEs and (--floor) WRITEs with immediate into a
+# ring-less target interleaved inside each point; the CSV goes to
 # $RC_RESULTS for the medians.  Knob: rc.reps=N on the kernel command
 # line (VM_APPEND), default 3.  Numbers only as ratios of one run.
 . "$RC_SRCDIR/tests/vm/guest-lib.sh"
@@ -27,7 +28,7 @@ while [ $r -lt "$reps" ]; do
 		s=${sn%:*}
 		n=${sn#*:}
 		echo "### rep $r ring -s $s -n $n"
-		timeout 300 "$BENCH" -d "$RXE_DEV" --csv -s "$s" -n "$n" ring \
+		timeout 300 "$BENCH" -d "$RXE_DEV" --csv --floor -s "$s" -n "$n" ring \
 			"$RXE_ADDR" >/tmp/ring.csv 2>/tmp/ring.err || fail=1
 		cat /tmp/ring.err
 		sed "1d; s/^/$r,/" /tmp/ring.csv >>"$out"

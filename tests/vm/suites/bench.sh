@@ -138,6 +138,23 @@ else
 	cat "$OUT/reg_access.err"
 	rc_fail "bench reg_access" "$(tail -n 1 "$OUT/reg_access.err")"
 fi
+# ring --floor: per N (4, 16, 64), the ring, its plain WRITEs and the
+# WRITEs with immediate into a ring-less target, one small size; the run
+# fails unless the target released every grain and took every immediate,
+# and each row must have the floor's three columns and positive rates
+if timeout 120 "$BENCH" -d "$RXE_DEV" --csv --floor -s 1K -n 64 ring \
+	"$RXE_ADDR" >"$OUT/ring.csv" 2>"$OUT/ring.err"; then
+	cat "$OUT/ring.csv"
+	if awk -F, '$1 == "ring" { n++; if (NF != 12 || !($5 > 0 && $7 > 0 && $10 > 0)) bad = 1 } END { exit !(n == 3 && !bad) }' \
+		"$OUT/ring.csv"; then
+		rc_ok "bench ring --floor (ring, WRITEs, WRITEs with immediate)"
+	else
+		rc_fail "bench ring --floor" "not three rows of 12 columns"
+	fi
+else
+	cat "$OUT/ring.err"
+	rc_fail "bench ring --floor" "$(tail -n 1 "$OUT/ring.err")"
+fi
 
 # --- bad input ---------------------------------------------------------
 # expect_fail NAME SECONDS PATTERN CMD...: non-zero exit within SECONDS (not
@@ -173,6 +190,8 @@ expect_fail "bench: oversized request" 10 "(-90)" \
 	"$BENCH" -d "$RXE_DEV" -s 2G write_bw "$RXE_ADDR"
 expect_fail "bench: bad option" 10 "invalid window" \
 	"$BENCH" -w 0 write_bw "$RXE_ADDR"
+expect_fail "bench: ring --floor with --remote" 10 "not with --target or --remote" \
+	"$BENCH" --floor --remote ring "$RXE_ADDR"
 expect_fail "bench: unknown test" 10 "unknown test" "$BENCH" frobnicate
 # busy port: a second server on the same port
 timeout 30 "$BENCH" -d "$RXE_DEV" -p 18650 -D 20 write_bw >"$OUT/busy.srv" 2>&1 &

@@ -114,15 +114,16 @@ static void floor_cb(void *user, const struct rdmaxfer_notif *n)
 		__atomic_add_fetch(&f->imms, 1, __ATOMIC_RELAXED);
 }
 
-/* Until the floor's target has taken imms immediates (0), or -EBADMSG. */
-static int floor_wait(struct ring_floor *f, uint64_t imms)
+/* Until a target's callback has counted want (0), or -EBADMSG when
+ * another count stays (WAIT_MS). */
+static int wait_count(const uint64_t *count, uint64_t want)
 {
 	double t0 = now_s();
 
-	while (__atomic_load_n(&f->imms, __ATOMIC_RELAXED) < imms &&
+	while (__atomic_load_n(count, __ATOMIC_RELAXED) < want &&
 	       now_s() - t0 < WAIT_MS / 1e3)
 		usleep(1000);
-	return __atomic_load_n(&f->imms, __ATOMIC_RELAXED) == imms ?
+	return __atomic_load_n(count, __ATOMIC_RELAXED) == want ?
 	       0 : -EBADMSG;
 }
 
@@ -144,13 +145,7 @@ static void target_ring_destroy(struct ring_target *t)
  */
 static int wait_released(struct ring_target *t, uint64_t grains)
 {
-	double t0 = now_s();
-
-	while (__atomic_load_n(&t->released, __ATOMIC_RELAXED) < grains &&
-	       now_s() - t0 < WAIT_MS / 1e3)
-		usleep(1000);
-	return __atomic_load_n(&t->released, __ATOMIC_RELAXED) == grains ?
-	       0 : -EBADMSG;
+	return wait_count(&t->released, grains);
 }
 
 /* A ring of n slots of size bytes on tgt whose callback releases every
@@ -289,7 +284,7 @@ static int ring_rounds(const struct bench_ring_cfg *cfg,
 				   true, &sec);
 		tm->imm += sec;
 		if (!ret)
-			ret = floor_wait(fl, (uint64_t)(r + 1) * chunk);
+			ret = wait_count(&fl->imms, (uint64_t)(r + 1) * chunk);
 	}
 	if (w)
 		rdmaxfer_ring_detach(w);

@@ -258,8 +258,9 @@ static int ring_rounds(const struct bench_ring_cfg *cfg,
 	int ret;
 
 	memset(tm, 0, sizeof(*tm));
+	/* the floor agent's progress thread counts it: atomic like there */
 	if (fl)
-		fl->imms = 0;
+		__atomic_store_n(&fl->imms, 0, __ATOMIC_RELAXED);
 	ret = rdmaxfer_ring_attach(ini, info, WAIT_MS, &w);
 	for (r = 0; r < ROUNDS && !ret; r++) {
 		t0 = now_s();

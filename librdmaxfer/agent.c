@@ -599,26 +599,31 @@ int rx_progress_data_locked(struct rdmaxfer_agent *agent)
 	return rx_poll_cq_locked(agent);
 }
 
-/* Hand queued notifications to the callback, outside the lock. */
+/*
+ * Hand queued notifications to the callback, outside the lock.  Every
+ * wait and progress call comes here: with nothing queued (the common
+ * case) it only takes the lock; the copy handed to the callback is
+ * allocated once there is something to deliver.
+ */
 void rx_deliver_notifs(struct rdmaxfer_agent *agent)
 {
 	struct rdmaxfer_notif *n;
 	rdmaxfer_notif_fn fn;
 	void *user;
 
-	n = malloc(sizeof(*n));
-	if (!n)
-		return;
 	pthread_mutex_lock(&agent->lock);
 	/* one deliverer at a time keeps the callback order = arrival order */
-	if (agent->delivering || !agent->notif_fn) {
+	if (agent->delivering || !agent->notif_fn || !agent->notifs.count) {
 		pthread_mutex_unlock(&agent->lock);
-		free(n);
 		return;
 	}
 	agent->delivering = true;
 	agent->deliverer = pthread_self();
-	while (agent->notif_fn && agent->notifs.count) {
+	pthread_mutex_unlock(&agent->lock);
+	/* the notification stays queued if this fails: a later call tries */
+	n = malloc(sizeof(*n));
+	pthread_mutex_lock(&agent->lock);
+	while (n && agent->notif_fn && agent->notifs.count) {
 		struct rx_notif_q *q = &agent->notifs;
 
 		*n = q->ring[q->head];

@@ -277,6 +277,20 @@ static void chain_failed(struct rx_qp *q, struct rx_part *last,
 		req_check_done(victim->req);
 }
 
+/* WR i of a part: its flags before signalling, inline only within what
+ * the QP it goes out on was granted. */
+static inline int piece_flags(const struct rx_qp *q,
+			      const struct rx_part *part, uint32_t i)
+{
+	const struct ibv_send_wr *wr = &part->wrs[i];
+	int flags = part->base_flags[i];
+
+	if ((flags & IBV_SEND_INLINE) &&
+	    (wr->num_sge != 1 || wr->sg_list->length > q->max_inline))
+		flags &= ~IBV_SEND_INLINE;
+	return flags;
+}
+
 /*
  * Lock held: post what fits of the QP's backlog, oldest first, as one
  * chain of work requests and one doorbell.  A WR is signalled every
@@ -328,13 +342,8 @@ again:
 		for (i = part->cursor; i < part->seg_end; i++) {
 			struct ibv_send_wr *wr = &part->wrs[i];
 			struct rx_slot *slot = &part->slots[i];
-			int flags = part->base_flags[i];
+			int flags = piece_flags(q, part, i);
 
-			/* inline only within what this QP was granted */
-			if ((flags & IBV_SEND_INLINE) &&
-			    (wr->num_sge != 1 ||
-			     wr->sg_list->length > q->max_inline))
-				flags &= ~IBV_SEND_INLINE;
 			slot->qp = q->index;
 			slot->riders = NULL;
 			if (++since >= interval ||
@@ -394,6 +403,48 @@ again:
 		if (p == part)
 			break;
 	}
+}
+
+/*
+ * Lock held: the small-message doorbell.  A part of one WR, with nothing
+ * queued before it on its QP and room in its send queue, goes out alone
+ * and signalled: what rx_flush_backlog() does with a backlog of that one
+ * part (the WR ends its chain, so it is signalled and carries no riders),
+ * without queueing the part or building a chain.  A refused WR fails its
+ * request as there (chain_failed(); one WR: none went out).  Returns
+ * false, with nothing done, where this does not apply.
+ */
+static bool post_alone(struct rx_qp *q, struct rx_part *part)
+{
+	struct ibv_send_wr *wr = &part->wrs[0], *next, *bad = NULL;
+	struct rx_slot *slot = &part->slots[0];
+	int ret;
+
+	if (part->n != 1 || !q->qp || !rx_list_empty(&q->backlog) ||
+	    q->sq_used >= q->peer->agent->attr.sq_depth)
+		return false;
+	slot->qp = q->index;
+	slot->riders = NULL;
+	slot->retire = 1;
+	wr->wr_id = rx_wr_id(slot, RX_TAG_SIGNALED, q->gen);
+	wr->send_flags = (unsigned int)(piece_flags(q, part, 0) |
+					IBV_SEND_SIGNALED);
+	next = wr->next;
+	wr->next = NULL;
+	ret = ibv_post_send(q->qp, wr, &bad);
+	if (ret) {
+		/* as the general path leaves a refused chain */
+		enqueue_part(part);
+		part->seg_end = 1;
+		part->seg_next = next;
+		chain_failed(q, part, bad, ret > 0 ? -ret : ret);
+		return true;
+	}
+	wr->next = next;
+	part->cursor = 1;
+	q->sq_used++;
+	part->req->signals++;
+	return true;
 }
 
 /* Lock held: the riders of a signalled completion are done with it. */
@@ -825,6 +876,15 @@ int rdmaxfer_atomic_set(struct rdmaxfer_req *req, uint64_t operand,
 	return 0;
 }
 
+/* The common repost: the cache's generation has not moved since the last
+ * post took and checked every registration (see req_take_regs()). */
+static inline bool req_regs_current(const struct rdmaxfer_req *req)
+{
+	uint64_t gen = regcache_generation(req->peer->agent->cache);
+
+	return gen && gen == req->regs_gen;
+}
+
 /*
  * Take the local registrations for this post.  Entries held from the last
  * post that are still valid (regcache_entry_valid(): no lock, no atomic)
@@ -896,6 +956,7 @@ int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 {
 	struct rdmaxfer_peer *peer;
 	struct rdmaxfer_agent *agent;
+	bool regs_current;
 	unsigned int i;
 	int ret;
 
@@ -910,8 +971,11 @@ int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 	 * agent lock: read them under it too.  Only it may change them until
 	 * this post makes the request ACTIVE again, and only from ACTIVE to
 	 * a final state, so the registrations may be taken unlocked (they
-	 * can take milliseconds) and the peer checked again afterwards.
+	 * can take milliseconds) and the peer checked again afterwards.  A
+	 * repost whose registrations are current (a load and a compare)
+	 * takes the lock once.
 	 */
+	regs_current = req_regs_current(req);
 	pthread_mutex_lock(&agent->lock);
 	if (req->state == RX_REQ_ACTIVE)
 		ret = -EBUSY;
@@ -919,16 +983,18 @@ int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 		ret = -ENOTCONN;
 	else
 		ret = 0;
-	pthread_mutex_unlock(&agent->lock);
-	if (ret)
-		return ret;
-	ret = req_take_regs(req);
-	if (ret)
-		return ret;
-	pthread_mutex_lock(&agent->lock);
-	if (peer->state != RDMAXFER_PEER_CONNECTED) {
+	if (!ret && !regs_current) {
 		pthread_mutex_unlock(&agent->lock);
-		return -ENOTCONN;
+		ret = req_take_regs(req);
+		if (ret)
+			return ret;
+		pthread_mutex_lock(&agent->lock);
+		if (peer->state != RDMAXFER_PEER_CONNECTED)
+			ret = -ENOTCONN;
+	}
+	if (ret) {
+		pthread_mutex_unlock(&agent->lock);
+		return ret;
 	}
 	req->err = 0;
 	req->wc_status = -1;
@@ -937,6 +1003,20 @@ int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 	req->notif_sent = false;
 	req->state = RX_REQ_ACTIVE;
 	peer->nreqs_active++;
+	/* one part, no doorbell held back (RDMAXFER_POST_MORE): the part
+	 * would be a chain of its own, so it may go out alone */
+	if (!(flags & RDMAXFER_POST_MORE) && req->nparts == 1 &&
+	    rx_list_empty(&agent->deferred)) {
+		struct rx_part *part = &req->parts[0];
+		struct rx_qp *q = &peer->qps[part->qp];
+
+		if (!post_alone(q, part)) {
+			enqueue_part(part);
+			rx_flush_backlog(q);
+		}
+		pthread_mutex_unlock(&agent->lock);
+		return 0;
+	}
 	for (i = 0; i < req->nparts; i++)
 		enqueue_part(&req->parts[i]);
 	if (flags & RDMAXFER_POST_MORE) {

@@ -1042,6 +1042,77 @@ static void test_never_posted_cancelled(void)
 	rdmaxfer_agent_destroy(a);
 }
 
+/* Count the doorbells of the hooked QP. */
+static int posts_seen;
+
+static int counting_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+			      struct ibv_send_wr **bad)
+{
+	if (qp->qp_num == fault_qpn)
+		posts_seen++;
+	return real_post_send(qp, wr, bad);
+}
+
+/*
+ * The small-message doorbell (xfer.c, post_alone()): a request of one WR
+ * posted alone rings one doorbell and lands; two such requests posted as
+ * a batch (RDMAXFER_POST_MORE, then the last without) still ring one
+ * doorbell between them.  A lone WR the provider refuses fails its
+ * request with -EINVAL after exactly one attempt, nothing lands, the
+ * peer stays connected, and the same request posted again goes out and
+ * lands.
+ */
+static void test_lone_post(void)
+{
+	enum { N = 6 };
+	struct rdmaxfer_agent *a;
+	struct rdmaxfer_peer *p;
+	struct xreq x[N];
+	unsigned int first[N];
+	int i;
+
+	CU_ASSERT_EQUAL_FATAL(client(1, 0, UINT32_MAX, &a, &p), 0);
+	fault_install_on(p);
+	memset(x, 0, sizeof(x));
+	/* requests 0, 2 and 4 are of one WR */
+	xreqs_prepare(x, N, p, first);
+	fault_ctx->ops.post_send = counting_post_send;
+
+	posts_seen = 0;
+	CU_ASSERT_EQUAL(rdmaxfer_req_post(x[0].req), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_wait(x[0].req, 10000), 0);
+	CU_ASSERT(xreq_landed(&x[0]));
+	CU_ASSERT_EQUAL(posts_seen, 1);
+
+	posts_seen = 0;
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_flags(x[2].req, RDMAXFER_POST_MORE),
+			0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_flags(x[4].req, 0), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_wait(x[2].req, 10000), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_wait(x[4].req, 10000), 0);
+	CU_ASSERT(xreq_landed(&x[2]) && xreq_landed(&x[4]));
+	CU_ASSERT_EQUAL(posts_seen, 1);
+
+	fault_ctx->ops.post_send = faulty_post_send;
+	memset((void *)(uintptr_t)x[0].d[0].addr, 0, x[0].iov[0].len);
+	fault_more = 1;
+	faults = 0;
+	CU_ASSERT_EQUAL(rdmaxfer_req_post(x[0].req), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_wait(x[0].req, 10000), -EINVAL);
+	CU_ASSERT_EQUAL(faults, 1);
+	CU_ASSERT(!xreq_landed(&x[0]));
+	CU_ASSERT_EQUAL(rdmaxfer_peer_state(p), RDMAXFER_PEER_CONNECTED);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post(x[0].req), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_wait(x[0].req, 10000), 0);
+	CU_ASSERT(xreq_landed(&x[0]));
+	CU_ASSERT_EQUAL(faults, 1);
+
+	for (i = 0; i < N; i++)
+		CU_ASSERT_EQUAL(rdmaxfer_req_free(x[i].req), 0);
+	fault_remove();
+	rdmaxfer_agent_destroy(a);
+}
+
 static const struct rc_test_case cases[] = {
 	{ "notif_slots_per_peer", test_notif_slots_per_peer },
 	{ "remote_bounds", test_remote_bounds },
@@ -1054,6 +1125,7 @@ static const struct rc_test_case cases[] = {
 	{ "chain_refused_terminator_too", test_chain_refused_terminator_too },
 	{ "chain_refused_then_gone", test_chain_refused_then_gone },
 	{ "never_posted_cancelled", test_never_posted_cancelled },
+	{ "lone_post", test_lone_post },
 	{ NULL, NULL },
 };
 

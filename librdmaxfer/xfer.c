@@ -876,8 +876,12 @@ int rdmaxfer_atomic_set(struct rdmaxfer_req *req, uint64_t operand,
 	return 0;
 }
 
-/* The common repost: the cache's generation has not moved since the last
- * post took and checked every registration (see req_take_regs()). */
+/*
+ * The common repost checks one or two words, not every iov: the cache's
+ * generation, taken before the entries were last checked (req->regs_gen,
+ * see req_take_regs()), is unchanged, so none of them can have stopped
+ * being valid since (the ordering argument is at regcache_generation()).
+ */
 static inline bool req_regs_current(const struct rdmaxfer_req *req)
 {
 	uint64_t gen = regcache_generation(req->peer->agent->cache);
@@ -886,18 +890,14 @@ static inline bool req_regs_current(const struct rdmaxfer_req *req)
 }
 
 /*
- * Take the local registrations for this post.  Entries held from the last
- * post that are still valid (regcache_entry_valid(): no lock, no atomic)
- * are kept as they are.  Otherwise a new reference is taken before the old
- * one is dropped, so an unchanged buffer stays a hit; a buffer whose
- * memory was unmapped and mapped again gets a fresh registration with a
- * fresh lkey.
- *
- * The common repost checks one or two words, not every iov: the cache's
- * generation, taken before the entries were last checked, is unchanged,
- * so none of them can have stopped being valid since (the ordering
- * argument is at regcache_generation()).  The generation is taken before
- * the checks below, so an invalidation racing with them changes it.
+ * Take the local registrations for this post, where req_regs_current()
+ * said they may have changed.  Entries held from the last post that are
+ * still valid (regcache_entry_valid(): no lock, no atomic) are kept as
+ * they are.  Otherwise a new reference is taken before the old one is
+ * dropped, so an unchanged buffer stays a hit; a buffer whose memory was
+ * unmapped and mapped again gets a fresh registration with a fresh lkey.
+ * The generation is taken before the checks below, so an invalidation
+ * racing with them changes it and the next post checks again.
  */
 static int req_take_regs(struct rdmaxfer_req *req)
 {
@@ -907,8 +907,6 @@ static int req_take_regs(struct rdmaxfer_req *req)
 	size_t i;
 	int ret;
 
-	if (gen && gen == req->regs_gen)
-		return 0;
 	/* the common repost: every held entry still valid, lkeys unchanged */
 	for (i = 0; i < req->nlocal; i++)
 		if (!req->ents[i] || !regcache_entry_valid(cache, req->ents[i]))

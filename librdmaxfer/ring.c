@@ -355,10 +355,16 @@ int rdmaxfer_ring_set_cb(struct rdmaxfer_ring *ring, rdmaxfer_ring_fn fn,
 		return -EINVAL;
 	if (ring->channels)
 		return -EOPNOTSUPP;
+	if (!fn) {
+		/* the agent's callback first: it waits for one running */
+		ret = rdmaxfer_set_notif_cb(ring->agent, NULL, NULL);
+		if (!ret)
+			ring->fn = NULL;
+		return ret;
+	}
 	ring->fn = fn;
 	ring->user = user;
-	ret = rdmaxfer_set_notif_cb(ring->agent, fn ? ring_cb : NULL,
-				    fn ? ring : NULL);
+	ret = rdmaxfer_set_notif_cb(ring->agent, ring_cb, ring);
 	if (ret)
 		ring->fn = NULL;
 	return ret;

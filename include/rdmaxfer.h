@@ -1104,6 +1104,21 @@ int rdmaxfer_ring_put_samples(struct rdmaxfer_ring_writer *w, uint64_t head,
 /* RDMAXFER_RING_OVERRUN rings: grains lost to a slow target so far. */
 int rdmaxfer_ring_lost(struct rdmaxfer_ring *ring, uint64_t *lost);
 
+/* ------------------------------------- sample rings by callback, 1.9 */
+
+/*
+ * Each sample write, in order, to fn(user, s) instead of
+ * rdmaxfer_ring_wait_samples(); called where the agent's notifications
+ * are delivered (its progress thread, or the caller's progress and wait
+ * calls).  The samples are read in place there or later, and released
+ * with rdmaxfer_ring_release(ring, s->head).  fn NULL takes it away,
+ * after a call that is running returns.
+ */
+typedef void (*rdmaxfer_ring_samples_fn)(void *user,
+					 const struct rdmaxfer_samples *s);
+int rdmaxfer_ring_set_samples_cb(struct rdmaxfer_ring *ring,
+				 rdmaxfer_ring_samples_fn fn, void *user);
+
 #ifdef __cplusplus
 }
 #endif

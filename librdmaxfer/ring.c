@@ -64,6 +64,7 @@ struct rdmaxfer_ring {
 	uint32_t pending;		/* immediate behind an overrun record */
 	bool has_pending;
 	rdmaxfer_ring_fn fn;
+	rdmaxfer_ring_samples_fn sfn;	/* continuous: the callback */
 	void *user;
 };
 
@@ -196,7 +197,7 @@ int rdmaxfer_ring_destroy(struct rdmaxfer_ring *ring)
 {
 	if (!ring)
 		return -EINVAL;
-	if (ring->fn)
+	if (ring->fn || ring->sfn)
 		rdmaxfer_set_notif_cb(ring->agent, NULL, NULL);
 	if (ring->slots_mem)
 		rdmaxfer_mem_deregister(ring->slots_mem);
@@ -429,19 +430,19 @@ int rdmaxfer_ring_wait(struct rdmaxfer_ring *ring, int timeout_ms,
 	return ret;
 }
 
-RX_EXPORT
-int rdmaxfer_ring_wait_samples(struct rdmaxfer_ring *ring, int timeout_ms,
-			       struct rdmaxfer_samples *s)
+/*
+ * A sample write's immediate to its delivery: the head and count it
+ * names (head past the last one delivered, the range inside the ring)
+ * and where its samples lie.  0, or -EPROTO for an immediate that names
+ * no such write.
+ */
+static int samples_take(struct rdmaxfer_ring *ring, uint32_t imm,
+			struct rdmaxfer_samples *s)
 {
-	uint32_t imm, count, start, first;
+	uint32_t count, start, first;
 	uint64_t head;
 	int ret;
 
-	if (!ring || !s || !ring->channels)
-		return -EINVAL;
-	ret = ring_next_imm(ring, timeout_ms, &imm);
-	if (ret)
-		return ret;
 	pthread_mutex_lock(&ring->lock);
 	ret = rx_ring_samples_head(imm, ring->next, ring->n_slots, &head,
 				   &count);
@@ -463,6 +464,60 @@ int rdmaxfer_ring_wait_samples(struct rdmaxfer_ring *ring, int timeout_ms,
 		s->frag_len[1] = (uint64_t)(count - first) * ring->slot_size;
 	}
 	return 0;
+}
+
+RX_EXPORT
+int rdmaxfer_ring_wait_samples(struct rdmaxfer_ring *ring, int timeout_ms,
+			       struct rdmaxfer_samples *s)
+{
+	uint32_t imm;
+	int ret;
+
+	if (!ring || !s || !ring->channels || ring->sfn)
+		return -EINVAL;
+	ret = ring_next_imm(ring, timeout_ms, &imm);
+	if (ret)
+		return ret;
+	return samples_take(ring, imm, s);
+}
+
+/* The agent's notification callback for a sample ring: each write, in
+ * order, to the user's; an immediate that names no write is dropped
+ * (as rdmaxfer_ring_wait_samples() reports it, -EPROTO). */
+static void ring_samples_cb(void *user, const struct rdmaxfer_notif *n)
+{
+	struct rdmaxfer_ring *ring = user;
+	struct rdmaxfer_samples s;
+
+	if (n->type != RDMAXFER_NOTIF_IMM)
+		return;
+	if (!samples_take(ring, n->value, &s))
+		ring->sfn(ring->user, &s);
+}
+
+RX_EXPORT
+int rdmaxfer_ring_set_samples_cb(struct rdmaxfer_ring *ring,
+				 rdmaxfer_ring_samples_fn fn, void *user)
+{
+	int ret;
+
+	if (!ring)
+		return -EINVAL;
+	if (!ring->channels)
+		return -EOPNOTSUPP;
+	if (!fn) {
+		/* as rdmaxfer_ring_set_cb(): no callback may be running */
+		ret = rdmaxfer_set_notif_cb(ring->agent, NULL, NULL);
+		if (!ret)
+			ring->sfn = NULL;
+		return ret;
+	}
+	ring->sfn = fn;
+	ring->user = user;
+	ret = rdmaxfer_set_notif_cb(ring->agent, ring_samples_cb, ring);
+	if (ret)
+		ring->sfn = NULL;
+	return ret;
 }
 
 RX_EXPORT

@@ -280,6 +280,8 @@ static void test_callback(void)
 	s.ring = t.ring;
 	s.len = slot;
 	pthread_mutex_init(&s.lock, NULL);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_set_samples_cb(t.ring, NULL, NULL),
+			-EOPNOTSUPP);
 	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_set_cb(t.ring, on_grain, &s), 0);
 	/* with a callback set the queue is not the ring's */
 	CU_ASSERT_EQUAL(rdmaxfer_ring_wait(t.ring, 0, &g), -EINVAL);
@@ -760,6 +762,132 @@ static void test_samples_wrap(void)
 		free(buf[c]);
 }
 
+struct samples_state {
+	struct rdmaxfer_ring *ring;
+	pthread_mutex_t lock;
+	uint64_t taken;			/* head of the last write taken */
+	uint64_t bad;
+	int calls, wraps;
+};
+
+/* Called from the target's progress thread: each write in order, every
+ * sample checked, then released in place. */
+static void on_samples(void *user, const struct rdmaxfer_samples *s)
+{
+	struct samples_state *st = user;
+
+	pthread_mutex_lock(&st->lock);
+	if (s->count == 0 || s->head - s->count != st->taken ||
+	    samples_ok(s) || rdmaxfer_ring_release(st->ring, s->head))
+		st->bad++;
+	st->taken = s->head;
+	st->wraps += s->frag_len[1] != 0;
+	st->calls++;
+	pthread_mutex_unlock(&st->lock);
+}
+
+/* Sample writes taken by callback (the third completion style), with
+ * blocking puts over ~12 laps of the ring: the callback's releases are
+ * the writer's credits.  Then the callback is taken away and the next
+ * write is waited for. */
+static void test_samples_callback(void)
+{
+	static const uint32_t counts[] = { 300, 450, 700, 1, 999, 250, 480 };
+	struct rdmaxfer_ring_writer *w;
+	struct rdmaxfer_samples smp;
+	struct rdmaxfer_agent *a;
+	struct rdmaxfer_iov ch[S_CHANNELS];
+	struct samples_state st;
+	struct target t;
+	uint32_t *buf[S_CHANNELS], c, j, n;
+	uint64_t head = 0, taken = 0;
+	double t0;
+	int i;
+
+	memset(&t, 0, sizeof(t));
+	memset(&st, 0, sizeof(st));
+	pthread_mutex_init(&st.lock, NULL);
+	CU_ASSERT_FATAL(new_agent(RDMAXFER_PROGRESS_THREAD, 1, &t.agent) == 0);
+	CU_ASSERT_FATAL(rdmaxfer_listen(t.agent, addr, 0) == 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_create_samples(t.agent,
+							   S_CHANNELS, S_LEN,
+							   4, 0, &t.ring), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_get_info(t.ring, &t.info), 0);
+	st.ring = t.ring;
+	CU_ASSERT_EQUAL(rdmaxfer_ring_set_samples_cb(NULL, on_samples, &st),
+			-EINVAL);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_set_samples_cb(t.ring, on_samples,
+							   &st), 0);
+	/* with a callback set the queue is not the ring's */
+	CU_ASSERT_EQUAL(rdmaxfer_ring_wait_samples(t.ring, 0, &smp), -EINVAL);
+	a = initiator();
+	CU_ASSERT_FATAL(a != NULL);
+	for (c = 0; c < S_CHANNELS; c++) {
+		buf[c] = malloc(S_LEN * 4);
+		CU_ASSERT_FATAL(buf[c] != NULL);
+	}
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_attach(a, &t.info, WAIT_MS, &w),
+			      0);
+	for (i = 0; i < 36; i++) {
+		n = counts[i % 7];
+		for (c = 0; c < S_CHANNELS; c++) {
+			for (j = 0; j < n; j++)
+				buf[c][j] = sample_val(c, head + j);
+			ch[c].addr = buf[c];
+			ch[c].len = n * 4;
+		}
+		/* blocking: only the callback's releases let it go on */
+		CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_put_samples(w, head + n, n,
+								ch, S_CHANNELS,
+								0, WAIT_MS),
+				      0);
+		CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_flush(w, WAIT_MS), 0);
+		head += n;
+	}
+	t0 = now_s();
+	while (now_s() - t0 < WAIT_MS / 1000.0) {
+		pthread_mutex_lock(&st.lock);
+		taken = st.taken;
+		pthread_mutex_unlock(&st.lock);
+		if (taken == head)
+			break;
+		usleep(1000);
+	}
+	rc_diag("%llu samples x %d channels in %d writes by callback, %d "
+		"crossed the ring's end", (unsigned long long)head,
+		S_CHANNELS, st.calls, st.wraps);
+	CU_ASSERT_EQUAL(taken, head);
+	CU_ASSERT_EQUAL(st.calls, 36);
+	CU_ASSERT_EQUAL(st.bad, 0);
+	CU_ASSERT(st.wraps >= 8);
+	/* back to waiting: nothing pending, then the next write */
+	CU_ASSERT_EQUAL(rdmaxfer_ring_set_samples_cb(t.ring, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_wait_samples(t.ring, 0, &smp), -EAGAIN);
+	n = 100;
+	for (c = 0; c < S_CHANNELS; c++) {
+		for (j = 0; j < n; j++)
+			buf[c][j] = sample_val(c, head + j);
+		ch[c].len = n * 4;
+	}
+	CU_ASSERT_EQUAL(rdmaxfer_ring_put_samples(w, head + n, n, ch,
+						  S_CHANNELS, 0, WAIT_MS), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_flush(w, WAIT_MS), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_wait_samples(t.ring, WAIT_MS,
+							 &smp), 0);
+	CU_ASSERT_EQUAL(smp.head, head + n);
+	CU_ASSERT_EQUAL(samples_ok(&smp), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_release(t.ring, smp.head), 0);
+	pthread_mutex_lock(&st.lock);
+	CU_ASSERT_EQUAL(st.calls, 36);
+	pthread_mutex_unlock(&st.lock);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_detach(w), 0);
+	rdmaxfer_agent_destroy(a);
+	target_close(&t);
+	for (c = 0; c < S_CHANNELS; c++)
+		free(buf[c]);
+	pthread_mutex_destroy(&st.lock);
+}
+
 /* Put grain i (pattern i); 0 or the put's error. */
 static int put_one(struct rdmaxfer_ring_writer *w, uint64_t i, uint8_t *src,
 		   size_t len)
@@ -861,6 +989,7 @@ static const struct rc_test_case cases[] = {
 	{ "batch_and_fanout", test_batch_and_fanout },
 	{ "info_and_bad_input", test_info_and_bad_input },
 	{ "samples_wrap", test_samples_wrap },
+	{ "samples_callback", test_samples_callback },
 	{ "overrun_slow_consumer", test_overrun_slow_consumer },
 	{ NULL, NULL },
 };

@@ -326,6 +326,10 @@ static int ring_take(struct rdmaxfer_ring *ring, uint32_t imm,
 static void ring_cb(void *user, const struct rdmaxfer_notif *n)
 {
 	struct rdmaxfer_ring *ring = user;
+	/* the user's callback may take itself away (ring->fn NULL) while
+	 * the record it was given is followed by a grain already taken */
+	rdmaxfer_ring_fn fn = ring->fn;
+	void *fn_user = ring->user;
 	struct rdmaxfer_grain g;
 	int ret;
 
@@ -336,39 +340,14 @@ static void ring_cb(void *user, const struct rdmaxfer_notif *n)
 	pthread_mutex_unlock(&ring->lock);
 	if (ret == -EOVERFLOW) {
 		/* the record (data NULL), then the grain after the gap */
-		ring->fn(ring->user, &g);
+		fn(fn_user, &g);
 		pthread_mutex_lock(&ring->lock);
 		ring->has_pending = false;
 		ret = ring_take(ring, ring->pending, &g);
 		pthread_mutex_unlock(&ring->lock);
 	}
 	if (!ret)
-		ring->fn(ring->user, &g);
-}
-
-RX_EXPORT
-int rdmaxfer_ring_set_cb(struct rdmaxfer_ring *ring, rdmaxfer_ring_fn fn,
-			 void *user)
-{
-	int ret;
-
-	if (!ring)
-		return -EINVAL;
-	if (ring->channels)
-		return -EOPNOTSUPP;
-	if (!fn) {
-		/* the agent's callback first: it waits for one running */
-		ret = rdmaxfer_set_notif_cb(ring->agent, NULL, NULL);
-		if (!ret)
-			ring->fn = NULL;
-		return ret;
-	}
-	ring->fn = fn;
-	ring->user = user;
-	ret = rdmaxfer_set_notif_cb(ring->agent, ring_cb, ring);
-	if (ret)
-		ring->fn = NULL;
-	return ret;
+		fn(fn_user, &g);
 }
 
 /* The next immediate for the ring: 0, -EAGAIN (timeout_ms 0),
@@ -495,29 +474,57 @@ static void ring_samples_cb(void *user, const struct rdmaxfer_notif *n)
 		ring->sfn(ring->user, &s);
 }
 
+/*
+ * The ring's callback, fn for grains or sfn for samples, both NULL to
+ * take it away.  Taking it away asks the agent first, which waits for
+ * a callback that is running (rdmaxfer_set_notif_cb()): only then may
+ * the ring's pointer go.
+ */
+static int ring_set_fn(struct rdmaxfer_ring *ring, rdmaxfer_ring_fn fn,
+		       rdmaxfer_ring_samples_fn sfn, void *user)
+{
+	int ret;
+
+	if (!fn && !sfn) {
+		ret = rdmaxfer_set_notif_cb(ring->agent, NULL, NULL);
+		if (!ret) {
+			ring->fn = NULL;
+			ring->sfn = NULL;
+		}
+		return ret;
+	}
+	ring->fn = fn;
+	ring->sfn = sfn;
+	ring->user = user;
+	ret = rdmaxfer_set_notif_cb(ring->agent,
+				    fn ? ring_cb : ring_samples_cb, ring);
+	if (ret) {
+		ring->fn = NULL;
+		ring->sfn = NULL;
+	}
+	return ret;
+}
+
+RX_EXPORT
+int rdmaxfer_ring_set_cb(struct rdmaxfer_ring *ring, rdmaxfer_ring_fn fn,
+			 void *user)
+{
+	if (!ring)
+		return -EINVAL;
+	if (ring->channels)
+		return -EOPNOTSUPP;
+	return ring_set_fn(ring, fn, NULL, user);
+}
+
 RX_EXPORT
 int rdmaxfer_ring_set_samples_cb(struct rdmaxfer_ring *ring,
 				 rdmaxfer_ring_samples_fn fn, void *user)
 {
-	int ret;
-
 	if (!ring)
 		return -EINVAL;
 	if (!ring->channels)
 		return -EOPNOTSUPP;
-	if (!fn) {
-		/* as rdmaxfer_ring_set_cb(): no callback may be running */
-		ret = rdmaxfer_set_notif_cb(ring->agent, NULL, NULL);
-		if (!ret)
-			ring->sfn = NULL;
-		return ret;
-	}
-	ring->sfn = fn;
-	ring->user = user;
-	ret = rdmaxfer_set_notif_cb(ring->agent, ring_samples_cb, ring);
-	if (ret)
-		ring->sfn = NULL;
-	return ret;
+	return ring_set_fn(ring, NULL, fn, user);
 }
 
 RX_EXPORT

@@ -1065,11 +1065,101 @@ int main(int argc, char **argv)
  * $RC_PEER_ADDR:$RC_PEER_PORT + 9, gets the info, attaches and puts the
  * grains from two local buffers each (scatter-gather), every fourth batch
  * behind one doorbell, and checks the target's verdict.
+ *
+ * Then the continuous flavour on the same agents: the initiator asks
+ * "SAMPLES?", the target replaces its ring with a sample ring of
+ * RS_CHANNELS planes of RS_LEN samples that it takes by callback
+ * (checking and releasing every write from its progress thread), sends
+ * that ring's info, and answers "OK ..." or "BAD ..." once the last
+ * sample came; the initiator writes RS_WRITES writes of varying counts
+ * over several laps (blocking on the credits the callback returns), many
+ * of them across the ring's end.
  */
 #define RING_SLOTS	4
 #define RING_SLOT_SIZE	(64 * 1024)
 #define RING_GRAINS	48
 #define RING_PORT_OFF	9
+#define RS_CHANNELS	2
+#define RS_LEN		1000	/* samples per channel */
+#define RS_WRITES	30
+
+static const uint32_t rs_counts[] = { 300, 450, 700, 1, 999, 250, 480 };
+
+/* Samples of write k: both sides compute the same. */
+static uint32_t rs_count(int k)
+{
+	return rs_counts[k % (int)(sizeof(rs_counts) / sizeof(rs_counts[0]))];
+}
+
+static uint64_t rs_total(void)
+{
+	uint64_t t = 0;
+	int k;
+
+	for (k = 0; k < RS_WRITES; k++)
+		t += rs_count(k);
+	return t;
+}
+
+/* Sample idx of channel c: a value of its own, so that a sample in the
+ * wrong plane, position or lap is seen. */
+static uint32_t rs_val(uint32_t c, uint64_t idx)
+{
+	return (uint32_t)(idx * 2654435761U) ^ (c << 28) ^ 0x5a5a5a5aU;
+}
+
+struct rs_state {
+	struct rdmaxfer_ring *ring;
+	pthread_mutex_t lock;
+	uint64_t taken;		/* head of the last write taken */
+	int calls, wraps;
+	char bad[128];		/* the first fault, empty while none */
+};
+
+/* The target's callback, on its progress thread: each write in order,
+ * every sample of both planes where the fragments say, then released. */
+static void rs_on_samples(void *user, const struct rdmaxfer_samples *s)
+{
+	struct rs_state *st = user;
+	uint32_t c, j, v;
+	int ret;
+
+	pthread_mutex_lock(&st->lock);
+	if (!st->bad[0] && (s->count == 0 || s->head - s->count != st->taken ||
+			    s->channels != RS_CHANNELS ||
+			    s->frag_len[0] + s->frag_len[1] !=
+			    (uint64_t)s->count * 4))
+		snprintf(st->bad, sizeof(st->bad),
+			 "BAD write %d: head %llu count %u after %llu",
+			 st->calls, (unsigned long long)s->head, s->count,
+			 (unsigned long long)st->taken);
+	for (c = 0; c < RS_CHANNELS && !st->bad[0]; c++) {
+		for (j = 0; j < s->count; j++) {
+			uint64_t b = (uint64_t)j * 4;
+			const uint8_t *p = b < s->frag_len[0] ?
+				(const uint8_t *)s->frag[0] + b :
+				(const uint8_t *)s->frag[1] + b - s->frag_len[0];
+
+			memcpy(&v, p + (size_t)c * s->stride, 4);
+			if (v != rs_val(c, s->head - s->count + j)) {
+				snprintf(st->bad, sizeof(st->bad),
+					 "BAD sample %llu of channel %u",
+					 (unsigned long long)(s->head -
+							      s->count + j),
+					 c);
+				break;
+			}
+		}
+	}
+	ret = rdmaxfer_ring_release(st->ring, s->head);
+	if (ret && !st->bad[0])
+		snprintf(st->bad, sizeof(st->bad), "BAD release %llu: %s",
+			 (unsigned long long)s->head, rdmaxfer_strerror(ret));
+	st->taken = s->head;
+	st->wraps += s->frag_len[1] != 0;
+	st->calls++;
+	pthread_mutex_unlock(&st->lock);
+}
 
 /* The next message notification of agent (others are not expected). */
 static int ring_msg(struct rdmaxfer_agent *agent, struct rdmaxfer_notif *n,
@@ -1088,6 +1178,80 @@ static int ring_msg(struct rdmaxfer_agent *agent, struct rdmaxfer_notif *n,
 			return ret;
 	} while ((now_s() - t0) * 1000 < timeout_ms);
 	return -ETIMEDOUT;
+}
+
+/*
+ * The target's samples phase: a sample ring taken by callback, its info
+ * to ini, then (every sample in, or WAIT_MS without progress) the
+ * verdict, and "BYE".  0 when every write was right.
+ */
+static int rs_serve(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *ini)
+{
+	static struct rdmaxfer_notif n;
+	struct rdmaxfer_ring_info info;
+	struct rdmaxfer_ring *ring = NULL;
+	char json[RDMAXFER_RING_JSON_MAX], reply[160];
+	struct rs_state st;
+	uint64_t total = rs_total(), last = 0, taken = 0;
+	double t0;
+	int ret;
+
+	memset(&st, 0, sizeof(st));
+	pthread_mutex_init(&st.lock, NULL);
+	ret = rdmaxfer_ring_create_samples(agent, RS_CHANNELS, RS_LEN, 4, 0,
+					   &ring);
+	st.ring = ring;
+	if (!ret)
+		ret = rdmaxfer_ring_set_samples_cb(ring, rs_on_samples, &st);
+	if (!ret)
+		ret = rdmaxfer_ring_get_info(ring, &info);
+	if (!ret)
+		ret = rdmaxfer_ring_info_json(&info, json, sizeof(json));
+	if (ret > 0)
+		ret = 0;
+	if (!ret)
+		ret = send_msg(ini, CMD, json);
+	if (ret) {
+		fprintf(stderr, "ring server: samples setup: %s\n",
+			rdmaxfer_strerror(ret));
+		goto out;
+	}
+	printf("ring server: sample ring info sent: %s\n", json);
+	/* the callback takes the agent's notifications: wait on its count */
+	t0 = now_s();
+	while (now_s() - t0 < WAIT_MS / 1000.0) {
+		pthread_mutex_lock(&st.lock);
+		taken = st.taken;
+		pthread_mutex_unlock(&st.lock);
+		if (taken == total || st.bad[0])
+			break;
+		if (taken != last) {
+			last = taken;
+			t0 = now_s();
+		}
+		usleep(1000);
+	}
+	/* messages are the agent's again */
+	rdmaxfer_ring_set_samples_cb(ring, NULL, NULL);
+	if (st.bad[0])
+		snprintf(reply, sizeof(reply), "%s", st.bad);
+	else if (taken != total)
+		snprintf(reply, sizeof(reply),
+			 "BAD %llu of %llu samples came",
+			 (unsigned long long)taken, (unsigned long long)total);
+	else
+		snprintf(reply, sizeof(reply),
+			 "OK %llu samples in %d writes, %d across the end",
+			 (unsigned long long)total, st.calls, st.wraps);
+	ret = strncmp(reply, "OK ", 3) ? -EBADMSG : 0;
+	printf("ring server: %s\n", reply);
+	if (send_msg(ini, CMD, reply) || ring_msg(agent, &n, 60000))
+		fprintf(stderr, "ring server: no BYE after the samples\n");
+out:
+	if (ring)
+		rdmaxfer_ring_destroy(ring);
+	pthread_mutex_destroy(&st.lock);
+	return ret;
 }
 
 static int ring_serve(const char *host, uint16_t port)
@@ -1159,13 +1323,74 @@ static int ring_serve(const char *host, uint16_t port)
 			break;
 	}
 	printf("ring server: %s\n", reply);
-	if (send_msg(ini, CMD, reply) == 0 && ring_msg(agent, &n, 60000))
+	if (send_msg(ini, CMD, reply) || ring_msg(agent, &n, 60000)) {
 		fprintf(stderr, "ring server: no BYE\n");
+		goto out;
+	}
+	if (!ret && !strcmp((char *)n.data, "SAMPLES?")) {
+		rdmaxfer_ring_destroy(ring);
+		ring = NULL;
+		ret = rs_serve(agent, ini);
+	}
 out:
 	if (ring)
 		rdmaxfer_ring_destroy(ring);
 	rdmaxfer_agent_destroy(agent);
 	return ret ? 1 : 0;
+}
+
+/* The initiator's samples phase (after "SAMPLES?" on ctl). */
+static void ring_samples(struct rdmaxfer_agent *a, struct rdmaxfer_peer *ctl)
+{
+	static struct rdmaxfer_notif n;
+	struct rdmaxfer_ring_writer *w = NULL;
+	struct rdmaxfer_ring_info info;
+	struct rdmaxfer_iov ch[RS_CHANNELS];
+	uint32_t *buf[RS_CHANNELS], c, j, cnt;
+	uint64_t head = 0;
+	double t0;
+	int k;
+
+	(void)ctl;
+	CU_ASSERT_EQUAL_FATAL(ring_msg(a, &n, WAIT_MS), 0);
+	rc_diag("sample ring info: %s", (char *)n.data);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_info_parse_json((char *)n.data,
+							    &info), 0);
+	CU_ASSERT_EQUAL(info.flavour, RDMAXFER_RING_CONTINUOUS);
+	CU_ASSERT_EQUAL(info.channels, RS_CHANNELS);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_attach(a, &info, WAIT_MS, &w), 0);
+	for (c = 0; c < RS_CHANNELS; c++) {
+		buf[c] = malloc(RS_LEN * 4);
+		CU_ASSERT_FATAL(buf[c] != NULL);
+	}
+	t0 = now_s();
+	for (k = 0; k < RS_WRITES; k++) {
+		cnt = rs_count(k);
+		for (c = 0; c < RS_CHANNELS; c++) {
+			for (j = 0; j < cnt; j++)
+				buf[c][j] = rs_val(c, head + j);
+			ch[c].addr = buf[c];
+			ch[c].len = cnt * 4;
+		}
+		/* blocking: the target's callback returns the credits */
+		CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_put_samples(w, head + cnt,
+								cnt, ch,
+								RS_CHANNELS, 0,
+								WAIT_MS), 0);
+		/* the buffers are refilled next */
+		CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_flush(w, WAIT_MS), 0);
+		head += cnt;
+	}
+	CU_ASSERT_EQUAL(head, rs_total());
+	rc_diag("%llu samples x %d channels in %d writes put in %.2f s",
+		(unsigned long long)head, RS_CHANNELS, RS_WRITES,
+		now_s() - t0);
+	CU_ASSERT_EQUAL(ring_msg(a, &n, WAIT_MS), 0);
+	rc_diag("target: %s", (char *)n.data);
+	CU_ASSERT(!strncmp((char *)n.data, "OK ", 3));
+	CU_ASSERT_EQUAL(rdmaxfer_ring_detach(w), 0);
+	for (c = 0; c < RS_CHANNELS; c++)
+		free(buf[c]);
 }
 
 static void test_ring_grains(void)
@@ -1223,15 +1448,19 @@ static void test_ring_grains(void)
 	CU_ASSERT_EQUAL(ring_msg(a, &n, WAIT_MS), 0);
 	rc_diag("target: %s", (char *)n.data);
 	CU_ASSERT(!strncmp((char *)n.data, "OK ", 3));
-	send_msg(ctl, CMD, "BYE");
 	CU_ASSERT_EQUAL(rdmaxfer_ring_detach(w), 0);
+	if (!strncmp((char *)n.data, "OK ", 3)) {
+		send_msg(ctl, CMD, "SAMPLES?");
+		ring_samples(a, ctl);
+	}
+	send_msg(ctl, CMD, "BYE");
 	rdmaxfer_peer_destroy(ctl);
 	rdmaxfer_agent_destroy(a);
 	free(src);
 }
 
 static const struct rc_test_case ring_cases[] = {
-	{ "ring_grains", test_ring_grains },
+	{ "ring_grains_and_samples", test_ring_grains },
 	{ NULL, NULL },
 };
 

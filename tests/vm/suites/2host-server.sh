@@ -37,8 +37,9 @@ echo "ib_write_bw server exited with status $st"
 [ "$st" = 0 ] || cat /tmp/ib_write_bw.srv
 
 # ---- grain ring between the two hosts (issue 14): the target; every
-# grain is checked here, on the host that holds the ring
-rc_check "rdmaxfer ring target (per-grain checks)" \
+# grain, then every sample of a sample ring taken by callback, is checked
+# here, on the host that holds the ring
+rc_check "rdmaxfer ring target (per-grain and per-sample checks)" \
 	timeout 300 env REGCACHE_MONITOR=uffd "$prog" --ring-server "$RXE_ADDR" \
 	$((RC_2HOST_PORT + 9))
 # ---- end of grain ring

@@ -1111,7 +1111,7 @@ static uint32_t rs_val(uint32_t c, uint64_t idx)
 struct rs_state {
 	struct rdmaxfer_ring *ring;
 	pthread_mutex_t lock;
-	uint64_t taken;		/* head of the last write taken */
+	uint64_t taken;		/* head of the last write in */
 	int calls, wraps;
 	char bad[128];		/* the first fault, empty while none */
 };
@@ -1136,9 +1136,9 @@ static void rs_on_samples(void *user, const struct rdmaxfer_samples *s)
 	for (c = 0; c < RS_CHANNELS && !st->bad[0]; c++) {
 		for (j = 0; j < s->count; j++) {
 			uint64_t b = (uint64_t)j * 4;
-			const uint8_t *p = b < s->frag_len[0] ?
-				(const uint8_t *)s->frag[0] + b :
-				(const uint8_t *)s->frag[1] + b - s->frag_len[0];
+			const uint8_t *f0 = s->frag[0], *f1 = s->frag[1];
+			const uint8_t *p = b < s->frag_len[0] ? f0 + b :
+				f1 + b - s->frag_len[0];
 
 			memcpy(&v, p + (size_t)c * s->stride, 4);
 			if (v != rs_val(c, s->head - s->count + j)) {

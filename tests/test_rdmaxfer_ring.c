@@ -765,7 +765,7 @@ static void test_samples_wrap(void)
 struct samples_state {
 	struct rdmaxfer_ring *ring;
 	pthread_mutex_t lock;
-	uint64_t taken;			/* head of the last write taken */
+	uint64_t taken;			/* head of the last write in */
 	uint64_t bad;
 	int calls, wraps;
 };

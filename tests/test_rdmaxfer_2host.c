@@ -56,6 +56,7 @@
 
 #include "rdmaxfer_test_util.h"
 #include "rdmaxfer_dmabuf_test.h"
+#include "rdmaxfer_ring_test.h"
 
 #define ODP_LEN		(4 * MiB)	/* the ODP region */
 #define DB_LEN		(2 * MiB)	/* the dma-buf */
@@ -1068,7 +1069,7 @@ int main(int argc, char **argv)
  *
  * Then the continuous flavour on the same agents: the initiator asks
  * "SAMPLES?", the target replaces its ring with a sample ring of
- * RS_CHANNELS planes of RS_LEN samples that it takes by callback
+ * RING_S_CHANNELS planes of RING_S_LEN samples that it takes by callback
  * (checking and releasing every write from its progress thread), sends
  * that ring's info, and answers "OK ..." or "BAD ..." once the last
  * sample came; the initiator writes RS_WRITES writes of varying counts
@@ -1079,33 +1080,17 @@ int main(int argc, char **argv)
 #define RING_SLOT_SIZE	(64 * 1024)
 #define RING_GRAINS	48
 #define RING_PORT_OFF	9
-#define RS_CHANNELS	2
-#define RS_LEN		1000	/* samples per channel */
 #define RS_WRITES	30
 
-static const uint32_t rs_counts[] = { 300, 450, 700, 1, 999, 250, 480 };
-
-/* Samples of write k: both sides compute the same. */
-static uint32_t rs_count(int k)
-{
-	return rs_counts[k % (int)(sizeof(rs_counts) / sizeof(rs_counts[0]))];
-}
-
+/* Samples in all RS_WRITES writes: both sides compute the same. */
 static uint64_t rs_total(void)
 {
 	uint64_t t = 0;
 	int k;
 
 	for (k = 0; k < RS_WRITES; k++)
-		t += rs_count(k);
+		t += ring_s_count(k);
 	return t;
-}
-
-/* Sample idx of channel c: a value of its own, so that a sample in the
- * wrong plane, position or lap is seen. */
-static uint32_t rs_val(uint32_t c, uint64_t idx)
-{
-	return (uint32_t)(idx * 2654435761U) ^ (c << 28) ^ 0x5a5a5a5aU;
 }
 
 struct rs_state {
@@ -1121,36 +1106,23 @@ struct rs_state {
 static void rs_on_samples(void *user, const struct rdmaxfer_samples *s)
 {
 	struct rs_state *st = user;
-	uint32_t c, j, v;
+	uint64_t idx;
+	uint32_t c;
 	int ret;
 
 	pthread_mutex_lock(&st->lock);
+	/* the first fault is the one reported */
+	ret = ring_s_check(s, &idx, &c);
 	if (!st->bad[0] && (s->count == 0 || s->head - s->count != st->taken ||
-			    s->channels != RS_CHANNELS ||
-			    s->frag_len[0] + s->frag_len[1] !=
-			    (uint64_t)s->count * 4))
+			    (ret && idx == UINT64_MAX)))
 		snprintf(st->bad, sizeof(st->bad),
 			 "BAD write %d: head %llu count %u after %llu",
 			 st->calls, (unsigned long long)s->head, s->count,
 			 (unsigned long long)st->taken);
-	for (c = 0; c < RS_CHANNELS && !st->bad[0]; c++) {
-		for (j = 0; j < s->count; j++) {
-			uint64_t b = (uint64_t)j * 4;
-			const uint8_t *f0 = s->frag[0], *f1 = s->frag[1];
-			const uint8_t *p = b < s->frag_len[0] ? f0 + b :
-				f1 + b - s->frag_len[0];
-
-			memcpy(&v, p + (size_t)c * s->stride, 4);
-			if (v != rs_val(c, s->head - s->count + j)) {
-				snprintf(st->bad, sizeof(st->bad),
-					 "BAD sample %llu of channel %u",
-					 (unsigned long long)(s->head -
-							      s->count + j),
-					 c);
-				break;
-			}
-		}
-	}
+	else if (!st->bad[0] && ret)
+		snprintf(st->bad, sizeof(st->bad),
+			 "BAD sample %llu of channel %u",
+			 (unsigned long long)idx, c);
 	ret = rdmaxfer_ring_release(st->ring, s->head);
 	if (ret && !st->bad[0])
 		snprintf(st->bad, sizeof(st->bad), "BAD release %llu: %s",
@@ -1216,13 +1188,14 @@ static int rs_serve(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *ini)
 	char reply[160];
 	struct rs_state st;
 	uint64_t total = rs_total(), last = 0, taken = 0;
+	bool bad = false;
 	double t0;
 	int ret;
 
 	memset(&st, 0, sizeof(st));
 	pthread_mutex_init(&st.lock, NULL);
-	ret = rdmaxfer_ring_create_samples(agent, RS_CHANNELS, RS_LEN, 4, 0,
-					   &ring);
+	ret = rdmaxfer_ring_create_samples(agent, RING_S_CHANNELS, RING_S_LEN,
+					   4, 0, &ring);
 	st.ring = ring;
 	if (!ret)
 		ret = rdmaxfer_ring_set_samples_cb(ring, rs_on_samples, &st);
@@ -1238,8 +1211,9 @@ static int rs_serve(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *ini)
 	while (now_s() - t0 < WAIT_MS / 1000.0) {
 		pthread_mutex_lock(&st.lock);
 		taken = st.taken;
+		bad = st.bad[0] != 0;
 		pthread_mutex_unlock(&st.lock);
-		if (taken == total || st.bad[0])
+		if (taken == total || bad)
 			break;
 		if (taken != last) {
 			last = taken;
@@ -1354,8 +1328,8 @@ static void ring_samples(struct rdmaxfer_agent *a, struct rdmaxfer_peer *ctl)
 	static struct rdmaxfer_notif n;
 	struct rdmaxfer_ring_writer *w = NULL;
 	struct rdmaxfer_ring_info info;
-	struct rdmaxfer_iov ch[RS_CHANNELS];
-	uint32_t *buf[RS_CHANNELS], c, j, cnt;
+	struct rdmaxfer_iov ch[RING_S_CHANNELS];
+	uint32_t *buf[RING_S_CHANNELS], c, cnt;
 	uint64_t head = 0;
 	double t0;
 	int k;
@@ -1366,39 +1340,34 @@ static void ring_samples(struct rdmaxfer_agent *a, struct rdmaxfer_peer *ctl)
 	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_info_parse_json((char *)n.data,
 							    &info), 0);
 	CU_ASSERT_EQUAL(info.flavour, RDMAXFER_RING_CONTINUOUS);
-	CU_ASSERT_EQUAL(info.channels, RS_CHANNELS);
+	CU_ASSERT_EQUAL(info.channels, RING_S_CHANNELS);
 	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_attach(a, &info, WAIT_MS, &w), 0);
-	for (c = 0; c < RS_CHANNELS; c++) {
-		buf[c] = malloc(RS_LEN * 4);
+	for (c = 0; c < RING_S_CHANNELS; c++) {
+		buf[c] = malloc(RING_S_LEN * 4);
 		CU_ASSERT_FATAL(buf[c] != NULL);
 	}
 	t0 = now_s();
 	for (k = 0; k < RS_WRITES; k++) {
-		cnt = rs_count(k);
-		for (c = 0; c < RS_CHANNELS; c++) {
-			for (j = 0; j < cnt; j++)
-				buf[c][j] = rs_val(c, head + j);
-			ch[c].addr = buf[c];
-			ch[c].len = cnt * 4;
-		}
+		cnt = ring_s_count(k);
+		ring_s_fill(buf, ch, head, cnt);
 		/* blocking: the target's callback returns the credits */
 		CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_put_samples(w, head + cnt,
 								cnt, ch,
-								RS_CHANNELS, 0,
-								WAIT_MS), 0);
+								RING_S_CHANNELS,
+								0, WAIT_MS), 0);
 		/* the buffers are refilled next */
 		CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_flush(w, WAIT_MS), 0);
 		head += cnt;
 	}
 	CU_ASSERT_EQUAL(head, rs_total());
 	rc_diag("%llu samples x %d channels in %d writes put in %.2f s",
-		(unsigned long long)head, RS_CHANNELS, RS_WRITES,
+		(unsigned long long)head, RING_S_CHANNELS, RS_WRITES,
 		now_s() - t0);
 	CU_ASSERT_EQUAL(ring_msg(a, &n, WAIT_MS), 0);
 	rc_diag("target: %s", (char *)n.data);
 	CU_ASSERT(!strncmp((char *)n.data, "OK ", 3));
 	CU_ASSERT_EQUAL(rdmaxfer_ring_detach(w), 0);
-	for (c = 0; c < RS_CHANNELS; c++)
+	for (c = 0; c < RING_S_CHANNELS; c++)
 		free(buf[c]);
 }
 

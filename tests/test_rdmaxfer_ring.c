@@ -30,6 +30,7 @@
 #define WAIT_MS		20000
 
 #include "rdmaxfer_test_util.h"
+#include "rdmaxfer_ring_test.h"
 
 static const char *addr;
 
@@ -603,43 +604,22 @@ static int target_child(int fd)
 
 /* ---------------------------------------------- samples, overrun (1.7) */
 
-#define S_CHANNELS	2
-#define S_LEN		1000	/* samples per channel */
-
-/* Sample idx of channel c: its own value, so a sample in the wrong
- * plane, position or lap is seen. */
-static uint32_t sample_val(uint32_t c, uint64_t idx)
-{
-	return (uint32_t)(idx * 2654435761U) ^ (c << 28) ^ 0x5a5a5a5aU;
-}
-
-/* Check one delivered write: every sample of every channel where the
- * two fragments say. */
+/* Check one delivered write (rdmaxfer_ring_test.h), saying where it is
+ * wrong. */
 static int samples_ok(const struct rdmaxfer_samples *s)
 {
-	uint32_t c, j;
+	uint64_t idx;
+	uint32_t c;
+	int ret = ring_s_check(s, &idx, &c);
 
-	if (s->channels != S_CHANNELS || s->stride != S_LEN * 4 ||
-	    s->frag_len[0] + s->frag_len[1] != (uint64_t)s->count * 4 ||
-	    (s->frag_len[1] && s->frag[1] == NULL))
-		return -EBADMSG;
-	for (c = 0; c < S_CHANNELS; c++) {
-		for (j = 0; j < s->count; j++) {
-			uint64_t b = (uint64_t)j * 4;
-			const uint8_t *p = b < s->frag_len[0] ?
-				(uint8_t *)s->frag[0] + b :
-				(uint8_t *)s->frag[1] + b - s->frag_len[0];
-			uint32_t v;
-
-			memcpy(&v, p + (size_t)c * s->stride, 4);
-			if (v != sample_val(c, s->head - s->count + j)) {
-				rc_diag("head %llu channel %u sample %u wrong",
-					(unsigned long long)s->head, c, j);
-				return -EBADMSG;
-			}
-		}
-	}
-	return 0;
+	if (ret == -EBADMSG && idx == UINT64_MAX)
+		rc_diag("head %llu: write of the wrong shape",
+			(unsigned long long)s->head);
+	else if (ret)
+		rc_diag("head %llu channel %u sample %llu wrong",
+			(unsigned long long)s->head, c,
+			(unsigned long long)idx);
+	return ret;
 }
 
 /* Writes of 1..999 samples, in two planes, over ~12 laps of a 1000-sample
@@ -648,47 +628,47 @@ static int samples_ok(const struct rdmaxfer_samples *s)
  * sample and releases it; a non-blocking put never laps. */
 static void test_samples_wrap(void)
 {
-	static const uint32_t counts[] = { 300, 450, 700, 1, 999, 250, 480 };
 	struct rdmaxfer_ring_writer *w;
 	struct rdmaxfer_samples smp;
 	struct rdmaxfer_agent *a;
-	struct rdmaxfer_iov ch[S_CHANNELS];
+	struct rdmaxfer_iov ch[RING_S_CHANNELS];
 	struct rdmaxfer_grain g;
 	struct rdmaxfer_ring *r;
 	struct target t;
-	uint32_t *buf[S_CHANNELS], c, j;
+	uint32_t *buf[RING_S_CHANNELS], c;
 	uint64_t head = 0, taken = 0;
 	int i, ret, wraps = 0, eagain = 0, spins = 0;
 
 	memset(&t, 0, sizeof(t));
 	CU_ASSERT_FATAL(new_agent(RDMAXFER_PROGRESS_THREAD, 1, &t.agent) == 0);
 	CU_ASSERT_FATAL(rdmaxfer_listen(t.agent, addr, 0) == 0);
-	CU_ASSERT_EQUAL(rdmaxfer_ring_create_samples(t.agent, 0, S_LEN, 4, 0,
-						     &r), -EINVAL);
-	CU_ASSERT_EQUAL(rdmaxfer_ring_create_samples(t.agent, 2, S_LEN, 4,
-						     RDMAXFER_RING_OVERRUN,
+	CU_ASSERT_EQUAL(rdmaxfer_ring_create_samples(t.agent, 0, RING_S_LEN,
+						     4, 0, &r), -EINVAL);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_create_samples(t.agent, 2, RING_S_LEN,
+						     4, RDMAXFER_RING_OVERRUN,
 						     &r), -EOPNOTSUPP);
 	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_create_samples(t.agent,
-							   S_CHANNELS, S_LEN,
-							   4, 0, &t.ring), 0);
+							   RING_S_CHANNELS,
+							   RING_S_LEN, 4, 0,
+							   &t.ring), 0);
 	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_get_info(t.ring, &t.info), 0);
 	CU_ASSERT_EQUAL(t.info.flavour, RDMAXFER_RING_CONTINUOUS);
 	CU_ASSERT_EQUAL(t.info.version, RDMAXFER_RING_VERSION_EXT);
-	CU_ASSERT_EQUAL(t.info.channels, S_CHANNELS);
+	CU_ASSERT_EQUAL(t.info.channels, RING_S_CHANNELS);
 	/* the discrete calls refuse a sample ring */
 	CU_ASSERT_EQUAL(rdmaxfer_ring_wait(t.ring, 0, &g), -EINVAL);
 	CU_ASSERT_EQUAL(rdmaxfer_ring_set_cb(t.ring, NULL, NULL), -EOPNOTSUPP);
 	CU_ASSERT_EQUAL(rdmaxfer_ring_wait_samples(t.ring, 0, &smp), -EAGAIN);
 	a = initiator();
-	for (c = 0; c < S_CHANNELS; c++) {
-		buf[c] = malloc(S_LEN * 4);
+	for (c = 0; c < RING_S_CHANNELS; c++) {
+		buf[c] = malloc(RING_S_LEN * 4);
 		CU_ASSERT_FATAL(buf[c] != NULL);
 	}
 	CU_ASSERT_FATAL(a != NULL);
 	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_attach(a, &t.info, WAIT_MS, &w),
 			      0);
 	/* bad input, nothing consumed */
-	for (c = 0; c < S_CHANNELS; c++) {
+	for (c = 0; c < RING_S_CHANNELS; c++) {
 		ch[c].addr = buf[c];
 		ch[c].len = 100 * 4;
 	}
@@ -704,17 +684,12 @@ static void test_samples_wrap(void)
 	CU_ASSERT_EQUAL(rdmaxfer_ring_put_samples(w, 0, 0, ch, 2, 0, 0),
 			-EMSGSIZE);
 	for (i = 0; i < 35; i++) {
-		uint32_t n = counts[i % 7];
+		uint32_t n = ring_s_count(i);
 
-		for (c = 0; c < S_CHANNELS; c++) {
-			for (j = 0; j < n; j++)
-				buf[c][j] = sample_val(c, head + j);
-			ch[c].addr = buf[c];
-			ch[c].len = n * 4;
-		}
+		ring_s_fill(buf, ch, head, n);
 		while ((ret = rdmaxfer_ring_put_samples(w, head + n, n, ch,
-							S_CHANNELS, 0, 0)) ==
-		       -EAGAIN) {
+							RING_S_CHANNELS, 0,
+							0)) == -EAGAIN) {
 			/* no credit (or its READ still in flight: call
 			 * again): the target takes the oldest write */
 			eagain++;
@@ -752,13 +727,13 @@ static void test_samples_wrap(void)
 	}
 	rc_diag("%llu samples x %d channels in 35 writes, %d crossed the "
 		"ring's end; %d puts found no credit",
-		(unsigned long long)head, S_CHANNELS, wraps, eagain);
+		(unsigned long long)head, RING_S_CHANNELS, wraps, eagain);
 	CU_ASSERT(wraps >= 8);
 	CU_ASSERT(eagain > 0);
 	CU_ASSERT_EQUAL(rdmaxfer_ring_detach(w), 0);
 	rdmaxfer_agent_destroy(a);
 	target_close(&t);
-	for (c = 0; c < S_CHANNELS; c++)
+	for (c = 0; c < RING_S_CHANNELS; c++)
 		free(buf[c]);
 }
 
@@ -792,14 +767,13 @@ static void on_samples(void *user, const struct rdmaxfer_samples *s)
  * write is waited for. */
 static void test_samples_callback(void)
 {
-	static const uint32_t counts[] = { 300, 450, 700, 1, 999, 250, 480 };
 	struct rdmaxfer_ring_writer *w;
 	struct rdmaxfer_samples smp;
 	struct rdmaxfer_agent *a;
-	struct rdmaxfer_iov ch[S_CHANNELS];
+	struct rdmaxfer_iov ch[RING_S_CHANNELS];
 	struct samples_state st;
 	struct target t;
-	uint32_t *buf[S_CHANNELS], c, j, n;
+	uint32_t *buf[RING_S_CHANNELS], c, n;
 	uint64_t head = 0, taken = 0;
 	double t0;
 	int i;
@@ -810,8 +784,9 @@ static void test_samples_callback(void)
 	CU_ASSERT_FATAL(new_agent(RDMAXFER_PROGRESS_THREAD, 1, &t.agent) == 0);
 	CU_ASSERT_FATAL(rdmaxfer_listen(t.agent, addr, 0) == 0);
 	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_create_samples(t.agent,
-							   S_CHANNELS, S_LEN,
-							   4, 0, &t.ring), 0);
+							   RING_S_CHANNELS,
+							   RING_S_LEN, 4, 0,
+							   &t.ring), 0);
 	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_get_info(t.ring, &t.info), 0);
 	st.ring = t.ring;
 	CU_ASSERT_EQUAL(rdmaxfer_ring_set_samples_cb(NULL, on_samples, &st),
@@ -822,23 +797,19 @@ static void test_samples_callback(void)
 	CU_ASSERT_EQUAL(rdmaxfer_ring_wait_samples(t.ring, 0, &smp), -EINVAL);
 	a = initiator();
 	CU_ASSERT_FATAL(a != NULL);
-	for (c = 0; c < S_CHANNELS; c++) {
-		buf[c] = malloc(S_LEN * 4);
+	for (c = 0; c < RING_S_CHANNELS; c++) {
+		buf[c] = malloc(RING_S_LEN * 4);
 		CU_ASSERT_FATAL(buf[c] != NULL);
 	}
 	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_attach(a, &t.info, WAIT_MS, &w),
 			      0);
 	for (i = 0; i < 36; i++) {
-		n = counts[i % 7];
-		for (c = 0; c < S_CHANNELS; c++) {
-			for (j = 0; j < n; j++)
-				buf[c][j] = sample_val(c, head + j);
-			ch[c].addr = buf[c];
-			ch[c].len = n * 4;
-		}
+		n = ring_s_count(i);
+		ring_s_fill(buf, ch, head, n);
 		/* blocking: only the callback's releases let it go on */
 		CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_put_samples(w, head + n, n,
-								ch, S_CHANNELS,
+								ch,
+								RING_S_CHANNELS,
 								0, WAIT_MS),
 				      0);
 		CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_flush(w, WAIT_MS), 0);
@@ -855,7 +826,7 @@ static void test_samples_callback(void)
 	}
 	rc_diag("%llu samples x %d channels in %d writes by callback, %d "
 		"crossed the ring's end", (unsigned long long)head,
-		S_CHANNELS, st.calls, st.wraps);
+		RING_S_CHANNELS, st.calls, st.wraps);
 	CU_ASSERT_EQUAL(taken, head);
 	CU_ASSERT_EQUAL(st.calls, 36);
 	CU_ASSERT_EQUAL(st.bad, 0);
@@ -864,13 +835,10 @@ static void test_samples_callback(void)
 	CU_ASSERT_EQUAL(rdmaxfer_ring_set_samples_cb(t.ring, NULL, NULL), 0);
 	CU_ASSERT_EQUAL(rdmaxfer_ring_wait_samples(t.ring, 0, &smp), -EAGAIN);
 	n = 100;
-	for (c = 0; c < S_CHANNELS; c++) {
-		for (j = 0; j < n; j++)
-			buf[c][j] = sample_val(c, head + j);
-		ch[c].len = n * 4;
-	}
+	ring_s_fill(buf, ch, head, n);
 	CU_ASSERT_EQUAL(rdmaxfer_ring_put_samples(w, head + n, n, ch,
-						  S_CHANNELS, 0, WAIT_MS), 0);
+						  RING_S_CHANNELS, 0,
+						  WAIT_MS), 0);
 	CU_ASSERT_EQUAL(rdmaxfer_ring_flush(w, WAIT_MS), 0);
 	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_wait_samples(t.ring, WAIT_MS,
 							 &smp), 0);
@@ -883,7 +851,7 @@ static void test_samples_callback(void)
 	CU_ASSERT_EQUAL(rdmaxfer_ring_detach(w), 0);
 	rdmaxfer_agent_destroy(a);
 	target_close(&t);
-	for (c = 0; c < S_CHANNELS; c++)
+	for (c = 0; c < RING_S_CHANNELS; c++)
 		free(buf[c]);
 	pthread_mutex_destroy(&st.lock);
 }

@@ -34,7 +34,6 @@
 #define DEF_CQ_DEPTH		4096
 #define DEF_STRIPE		(64U * 1024)
 #define DEF_CM_TIMEOUT_MS	5000
-#define POLL_BATCH		32
 /* what a CQ grows by at least, so adding peers one by one does not
  * resize it every time */
 #define CQ_GROW_MIN		256
@@ -492,64 +491,6 @@ static void rx_async_poll_locked(struct rdmaxfer_agent *agent)
 }
 
 /*
- * A completion of a request's WR whose QP is gone (a reconnect or an
- * abort replaced it: the generation in wr_id is old) must not be looked
- * at: its request may have been freed since.  The QP number and the
- * generation are checked against the live QPs before the slot is touched.
- */
-static bool send_wc_current(struct rdmaxfer_agent *agent,
-			    const struct ibv_wc *wc)
-{
-	uint16_t gen = (uint16_t)(wc->wr_id >> RX_GEN_SHIFT);
-	struct rdmaxfer_peer *peer;
-	unsigned int qi;
-
-	peer = rx_peer_by_qpn(agent, wc->qp_num, &qi);
-	return peer && (peer->qps[qi].gen & 0xfff) == gen;
-}
-
-/* Drain the CQ; lock held.  Returns the work completions handled. */
-static int rx_poll_cq_locked(struct rdmaxfer_agent *agent)
-{
-	struct ibv_wc wc[POLL_BATCH];
-	uint32_t recvs[POLL_BATCH];
-	int n, i, total = 0;
-	unsigned int nrecv;
-
-	rx_ring_deferred(agent);
-	for (;;) {
-		n = ibv_poll_cq(agent->cq, POLL_BATCH, wc);
-		if (n < 0)
-			return -EIO;
-		nrecv = 0;
-		for (i = 0; i < n; i++) {
-			switch (wc[i].wr_id & RX_TAG_MASK) {
-			case RX_TAG_RECV:
-				recvs[nrecv++] = rx_recv_completion(agent,
-								    &wc[i]);
-				break;
-			case RX_TAG_SEND:
-				rx_send_slot_done(agent, &wc[i]);
-				break;
-			default:
-				if (send_wc_current(agent, &wc[i]))
-					rx_send_completion(agent, &wc[i]);
-				break;
-			}
-		}
-		/* the consumed receive buffers back, one post for all */
-		if (nrecv)
-			rx_post_recvs(agent, recvs, nrecv);
-		total += n;
-		if (n < POLL_BATCH)
-			break;
-	}
-	/* seen empty: completions of destroyed QPs are all gone */
-	agent->cq_stale = 0;
-	return total;
-}
-
-/*
  * The CQ, then the CM channel if cm and the async events if async (each
  * a system call even when nothing is pending), then the deadlines.  Lock
  * held; returns the work completions handled.
@@ -578,25 +519,6 @@ static int progress_some_locked(struct rdmaxfer_agent *agent, bool cm,
 int rx_progress_locked(struct rdmaxfer_agent *agent)
 {
 	return progress_some_locked(agent, true, true);
-}
-
-/*
- * The data path's progress (rdmaxfer_req_test(), which callers spin on):
- * the CQ every time, the CM channel every RX_CM_POLL_EVERY calls only.
- * rdma_get_cm_event() is a read() system call even when nothing is
- * pending; paying it on every turn of a test() loop cost a syscall per
- * poll that ibv_poll_cq() (no syscall on rxe or mlx5) does not, and
- * measurably slowed small-message bandwidth against perftest.  CM events
- * (disconnects) are rare and still seen within RX_CM_POLL_EVERY turns;
- * every other progress path drains them each time.
- */
-int rx_progress_data_locked(struct rdmaxfer_agent *agent)
-{
-	if (++agent->cm_tick >= RX_CM_POLL_EVERY) {
-		agent->cm_tick = 0;
-		return rx_progress_locked(agent);
-	}
-	return rx_poll_cq_locked(agent);
 }
 
 /*

@@ -171,19 +171,13 @@ void rx_peer_free(struct rdmaxfer_peer *peer)
 	free(peer);
 }
 
-struct rdmaxfer_peer *rx_peer_by_qpn(struct rdmaxfer_agent *agent,
-				     uint32_t qpn, unsigned int *qp_index)
+/* rx_peer_by_qpn() where the last QP found is not the one */
+struct rdmaxfer_peer *rx_peer_by_qpn_slow(struct rdmaxfer_agent *agent,
+					  uint32_t qpn, unsigned int *qp_index)
 {
-	struct rx_qp *c = agent->qpn_cache;
 	struct rx_list *l;
 	unsigned int i;
 
-	/* completions come in runs from one QP: try the last one first */
-	if (c && c->qp && c->qpn == qpn) {
-		if (qp_index)
-			*qp_index = c->index;
-		return c->peer;
-	}
 	for (l = agent->peers.next; l != &agent->peers; l = l->next) {
 		struct rdmaxfer_peer *peer =
 			rx_container_of(l, struct rdmaxfer_peer, node);

@@ -416,7 +416,7 @@ struct rdmaxfer_agent {
 	int wake_fd;			/* eventfd: stop the thread, or an
 					 * async event was queued for us */
 	uint64_t progress_gen;		/* bumped after every thread round */
-	uint32_t cm_tick;		/* rx_progress_data_locked() turns */
+	uint32_t cm_tick;		/* progress_data_locked() turns (xfer.c) */
 	/* file.c: engines with a request in progress, stepped by
 	 * rdmaxfer_progress() (rx_file_progress()) */
 	struct rx_list file_active;
@@ -428,9 +428,8 @@ int rx_progress_locked(struct rdmaxfer_agent *agent);
 int rx_cq_reserve(struct rdmaxfer_agent *agent, uint32_t entries);
 void rx_cq_release(struct rdmaxfer_agent *agent, uint32_t entries);
 void rx_set_deadline(struct rdmaxfer_agent *agent, int64_t when);
-/* CQ every call, CM channel every RX_CM_POLL_EVERY calls (test() spins) */
+/* test() spins: the CQ every call, the CM channel every RX_CM_POLL_EVERY */
 #define RX_CM_POLL_EVERY	64
-int rx_progress_data_locked(struct rdmaxfer_agent *agent);
 void rx_deliver_notifs(struct rdmaxfer_agent *agent);
 int rx_block(struct rdmaxfer_agent *agent, int64_t deadline_ns);
 int64_t rx_now_ns(void);
@@ -448,13 +447,29 @@ void rx_check_deadlines(struct rdmaxfer_agent *agent);
  * failed without their completions (also what a reconnect waits). */
 #define RX_FLUSH_TIMEOUT_MS	2000
 void rx_qp_comm_est(struct rx_qp *q);
-struct rdmaxfer_peer *rx_peer_by_qpn(struct rdmaxfer_agent *agent,
-				     uint32_t qpn, unsigned int *qp_index);
+struct rdmaxfer_peer *rx_peer_by_qpn_slow(struct rdmaxfer_agent *agent,
+					  uint32_t qpn, unsigned int *qp_index);
+
+/* The peer and QP index of a QP number; completions come in runs from one
+ * QP, so the last one found is tried first, without a call. */
+static inline struct rdmaxfer_peer *
+rx_peer_by_qpn(struct rdmaxfer_agent *agent, uint32_t qpn,
+	       unsigned int *qp_index)
+{
+	struct rx_qp *c = agent->qpn_cache;
+
+	if (c && c->qp && c->qpn == qpn) {
+		if (qp_index)
+			*qp_index = c->index;
+		return c->peer;
+	}
+	return rx_peer_by_qpn_slow(agent, qpn, qp_index);
+}
 
 /* xfer.c */
 void rx_req_release(struct rdmaxfer_req *req);
 int rx_state_result(enum rx_req_state state, int err);
-void rx_send_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc);
+int rx_poll_cq_locked(struct rdmaxfer_agent *agent);
 void rx_qp_drop_terms(struct rx_qp *q);
 void rx_flush_backlog(struct rx_qp *qp);
 void rx_fail_backlog(struct rx_qp *qp, int err);

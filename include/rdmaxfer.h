@@ -61,6 +61,17 @@ enum rdmaxfer_progress_mode {
  * RDMAXFER_CACHE_RKEYS=1 unless RDMAXFER_AGENT_NO_ENV.  See rdmaxfer(7).
  */
 #define RDMAXFER_AGENT_CACHE_RKEYS (1U << 1)
+/*
+ * The application promises to call into this agent, and into every peer,
+ * request, memory handle, ring and file of it, from one thread at a time
+ * (UCX's UCS_THREAD_MODE_SINGLE, libfabric's FI_THREAD_DOMAIN).  The data
+ * path (rdmaxfer_req_post(), rdmaxfer_req_post_flags(), rdmaxfer_req_test())
+ * then takes no lock.  Needs RDMAXFER_PROGRESS_CALLER: with
+ * RDMAXFER_PROGRESS_THREAD, rdmaxfer_agent_create() fails with -EINVAL.
+ * A library without this flag (before 1.10) ignores it and locks.  See
+ * rdmaxfer(7).
+ */
+#define RDMAXFER_AGENT_SINGLE_THREAD (1U << 2)
 
 /*
  * Agent attributes.  Initialise with rdmaxfer_agent_attr_init(), then set

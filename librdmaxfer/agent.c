@@ -735,6 +735,10 @@ static int check_attr(struct rdmaxfer_agent_attr *a)
 	if (a->progress != RDMAXFER_PROGRESS_CALLER &&
 	    a->progress != RDMAXFER_PROGRESS_THREAD)
 		return -EINVAL;
+	/* a progress thread is a second thread in the agent */
+	if ((a->flags & RDMAXFER_AGENT_SINGLE_THREAD) &&
+	    a->progress == RDMAXFER_PROGRESS_THREAD)
+		return -EINVAL;
 	if (!a->sq_depth)
 		a->sq_depth = DEF_SQ_DEPTH;
 	if (!a->srq_depth)
@@ -803,6 +807,7 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 		goto free_agent;
 	pthread_mutex_init(&agent->lock, NULL);
 	pthread_cond_init(&agent->cond, NULL);
+	agent->single = agent->attr.flags & RDMAXFER_AGENT_SINGLE_THREAD;
 	rx_list_init(&agent->peers);
 	rx_list_init(&agent->accept_q);
 	rx_list_init(&agent->reqs);

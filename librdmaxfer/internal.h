@@ -329,6 +329,7 @@ static inline void rx_spin_unlock(int *l)
 }
 
 struct rdmaxfer_agent {
+	/* first: test_rdmaxfer_single.c counts the locks of this address */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;		/* progress thread -> waiters */
 	struct rdmaxfer_agent_attr attr;
@@ -377,6 +378,8 @@ struct rdmaxfer_agent {
 	struct rx_notif_q notifs;
 	rdmaxfer_notif_fn notif_fn;
 	void *notif_user;
+	/* RDMAXFER_AGENT_SINGLE_THREAD: rx_data_lock() takes no lock */
+	bool single;
 	bool delivering;		/* a thread is running the callback */
 	pthread_t deliverer;		/* that thread, while delivering */
 
@@ -474,6 +477,27 @@ void rx_qp_drop_terms(struct rx_qp *q);
 void rx_flush_backlog(struct rx_qp *qp);
 void rx_fail_backlog(struct rx_qp *qp, int err);
 void rx_flush_deferred(struct rdmaxfer_agent *agent);
+
+/*
+ * The agent lock on the data path: rdmaxfer_req_post_flags() and
+ * rdmaxfer_req_test().  An RDMAXFER_AGENT_SINGLE_THREAD agent has no
+ * progress thread and a caller that never enters it from two threads at
+ * once, and no thread of this library touches what the lock guards (the
+ * uffd monitor's thread stays inside libregcache), so there is nothing to
+ * exclude.  Only for code that does not wait on agent->cond nor unlock
+ * inside: every other path takes agent->lock as before.
+ */
+static inline void rx_data_lock(struct rdmaxfer_agent *agent)
+{
+	if (!agent->single)
+		pthread_mutex_lock(&agent->lock);
+}
+
+static inline void rx_data_unlock(struct rdmaxfer_agent *agent)
+{
+	if (!agent->single)
+		pthread_mutex_unlock(&agent->lock);
+}
 
 /* Lock held: ring held doorbells, if any (test, wait and progress). */
 static inline void rx_ring_deferred(struct rdmaxfer_agent *agent)

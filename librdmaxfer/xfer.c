@@ -1056,10 +1056,10 @@ int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 	 * a final state, so the registrations may be taken unlocked (they
 	 * can take milliseconds) and the peer checked again afterwards.  A
 	 * repost whose registrations are current (a load and a compare)
-	 * takes the lock once.
+	 * takes the lock once (none: RDMAXFER_AGENT_SINGLE_THREAD).
 	 */
 	regs_current = req_regs_current(req);
-	pthread_mutex_lock(&agent->lock);
+	rx_data_lock(agent);
 	if (req->state == RX_REQ_ACTIVE)
 		ret = -EBUSY;
 	else if (peer->state != RDMAXFER_PEER_CONNECTED)
@@ -1067,16 +1067,16 @@ int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 	else
 		ret = 0;
 	if (!ret && !regs_current) {
-		pthread_mutex_unlock(&agent->lock);
+		rx_data_unlock(agent);
 		ret = req_take_regs(req);
 		if (ret)
 			return ret;
-		pthread_mutex_lock(&agent->lock);
+		rx_data_lock(agent);
 		if (peer->state != RDMAXFER_PEER_CONNECTED)
 			ret = -ENOTCONN;
 	}
 	if (ret) {
-		pthread_mutex_unlock(&agent->lock);
+		rx_data_unlock(agent);
 		return ret;
 	}
 	req->err = 0;
@@ -1097,7 +1097,7 @@ int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 			enqueue_part(part);
 			rx_flush_backlog(q);
 		}
-		pthread_mutex_unlock(&agent->lock);
+		rx_data_unlock(agent);
 		return 0;
 	}
 	for (i = 0; i < req->nparts; i++)
@@ -1119,7 +1119,7 @@ int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 		for (i = 0; i < req->nparts; i++)
 			rx_flush_backlog(&peer->qps[req->parts[i].qp]);
 	}
-	pthread_mutex_unlock(&agent->lock);
+	rx_data_unlock(agent);
 	return 0;
 }
 
@@ -1185,12 +1185,12 @@ int rdmaxfer_req_test(struct rdmaxfer_req *req)
 	if (req->file)
 		return rx_file_req_test(req);
 	agent = req->peer->agent;
-	pthread_mutex_lock(&agent->lock);
+	rx_data_lock(agent);
 	rx_ring_deferred(agent);
 	if (req->state == RX_REQ_ACTIVE && !agent->thread_running)
 		progress_data_locked(agent);
 	ret = req_result(req);
-	pthread_mutex_unlock(&agent->lock);
+	rx_data_unlock(agent);
 	if (agent->notifs.count && agent->notif_fn)
 		rx_deliver_notifs(agent);
 	return ret;

@@ -31,6 +31,8 @@ rc_run "rdmaxfer access (uffd monitor)" timeout 400 \
 	env REGCACHE_MONITOR=uffd "$access"
 rc_run "rdmaxfer checks" timeout 240 env REGCACHE_MONITOR=uffd \
 	"$RC_BUILDDIR/tests/test_rdmaxfer_checks"
+rc_run "rdmaxfer single thread (uffd monitor)" timeout 120 \
+	env REGCACHE_MONITOR=uffd "$RC_BUILDDIR/tests/test_rdmaxfer_single"
 # a silent responder ends a request with -ETIMEDOUT; refused READs in a
 # row each end with -EACCES (fewer of them under CI)
 storm=150
@@ -44,10 +46,14 @@ if [ -f "$RC_KMOD" ] && insmod "$RC_KMOD"; then
 	rc_run "rdmaxfer (kmod monitor)" timeout 400 env REGCACHE_MONITOR=kmod "$prog"
 	rc_run "rdmaxfer access (kmod monitor)" timeout 400 \
 		env REGCACHE_MONITOR=kmod "$access"
+	rc_run "rdmaxfer single thread (kmod monitor)" timeout 120 \
+		env REGCACHE_MONITOR=kmod "$RC_BUILDDIR/tests/test_rdmaxfer_single"
 	rmmod regcache
 else
 	rc_skip "rdmaxfer (kmod monitor)" "regcache.ko not loadable: $RC_KMOD"
 	rc_skip "rdmaxfer access (kmod monitor)" \
+		"regcache.ko not loadable: $RC_KMOD"
+	rc_skip "rdmaxfer single thread (kmod monitor)" \
 		"regcache.ko not loadable: $RC_KMOD"
 fi
 

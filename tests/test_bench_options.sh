@@ -1,10 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
-# test_bench_options.sh: rdmaxfer-bench's --compare, --reps and --plot
-# refuse every misuse before a device is opened or anything runs: exit
-# status 2 and a message that names the problem (host test, no RDMA device
-# needed).  A missing perftest or gnuplot is simulated with an empty PATH.
+# test_bench_options.sh: rdmaxfer-bench's --compare, --reps, --plot and
+# --thread-mode refuse every misuse before a device is opened or anything
+# runs: exit status 2 and a message that names the problem (host test, no
+# RDMA device needed).  A missing perftest or gnuplot is simulated with an
+# empty PATH.
 # Also the table renderer of scripts/bench-compare.sh: its verdicts
 # (parity within +-10 %, ahead/behind only when the quartiles agree) on
 # made-up runs.  TAP output.
@@ -22,7 +23,7 @@ fi
 
 n=0
 fails=0
-echo "1..20"
+echo "1..21"
 
 ok()
 {
@@ -99,6 +100,10 @@ refused "--plot of a registration test" "it needs SERVER and one of" \
 refused "--plot without gnuplot in PATH" \
 	"--plot needs gnuplot, which is not installed (apt-get install gnuplot-nox)" \
 	env PATH="$tmp/empty" "$bench" --plot "$tmp/x.png" write_bw 192.0.2.1
+
+refused "--thread-mode: neither single nor multi" \
+	"invalid thread mode (single or multi) 'serial'" \
+	"$bench" --thread-mode serial write_bw 192.0.2.1
 
 refused "bench-compare.sh --rows: not a row of the table" \
 	"'read_bw:63' is not a row of the table" \

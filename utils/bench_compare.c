@@ -435,6 +435,7 @@ static void build_ours(const struct bench_compare_cfg *c, bool client,
 		arg(a, "--batch=%u", c->batch);
 		arg(a, "-q%u", c->qps);
 	}
+	arg(a, "--thread-mode=%s", c->single ? "single" : "multi");
 	arg(a, "-p%u", port);
 	arg(a, "--timeout=%d", c->timeout_ms);
 	arg(a, "--csv");

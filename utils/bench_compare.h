@@ -35,6 +35,7 @@ struct bench_compare_cfg {
 	long iters;			/* < 0: the tools' default */
 	unsigned int window;
 	unsigned int batch;
+	bool single;			/* ours: --thread-mode single */
 	unsigned int qps;
 	int reps;
 	int timeout_ms;

@@ -157,6 +157,10 @@ struct opts {
 	int ring_role;			/* ring: enum bench_ring_role */
 	bool ring_floor;		/* ring: --floor */
 	bool batch_set;
+	/* --thread-mode: one thread drives each caller-mode agent, so
+	 * single (no lock on post and test), as ucx_perftest's default
+	 * UCS_THREAD_MODE_SINGLE; multi measures the locked agent */
+	bool single;
 };
 
 static struct opts o = {
@@ -167,6 +171,7 @@ static struct opts o = {
 	.qps = 1,
 	.post_list = 1,
 	.batch = 16,
+	.single = true,
 	.cpu = -1,
 	.timeout_ms = 5000,
 	.total = 512ULL << 20,
@@ -504,6 +509,9 @@ static int make_agent(enum regcache_monitor_type mon,
 	attr.signal_interval = o.signal_interval;
 	attr.flags |= make_agent_flags;
 	attr.progress = make_agent_progress;
+	/* one thread calls the agent; a progress thread would be another */
+	if (o.single && attr.progress == RDMAXFER_PROGRESS_CALLER)
+		attr.flags |= RDMAXFER_AGENT_SINGLE_THREAD;
 	return rdmaxfer_agent_create(&attr, agentp);
 }
 
@@ -1850,6 +1858,8 @@ static void usage(FILE *f)
 "  -c, --cpu N            pin to CPU N\n"
 "  -I, --inline SIZE      max inline data (default 64)\n"
 "      --signal N         signal every N work requests (default library's)\n"
+"      --thread-mode single|multi  caller-mode agents: single (default) takes\n"
+"                         no lock on post and test; multi: the locked agent\n"
 "      --total SIZE       nixl: bytes per iteration (default 512M)\n"
 "      --chunks K         nixl: chunks (default 128)\n"
 "      --cache on|off|both  nixl: registration cache (default both)\n"
@@ -1952,6 +1962,7 @@ static int run_compare(const char *self)
 		.iters = o.iters,
 		.window = o.window,
 		.batch = o.batch,
+		.single = o.single,
 		.qps = o.qps,
 		.reps = o.reps,
 		.timeout_ms = o.timeout_ms,
@@ -1973,7 +1984,7 @@ static int run_compare(const char *self)
 enum { OPT_TOTAL = 256, OPT_CHUNKS, OPT_CACHE, OPT_JSON, OPT_CSV,
 	OPT_VALIDATE, OPT_TIMEOUT, OPT_SIGNAL, OPT_WARMUP, OPT_BATCH,
 	OPT_COMPARE, OPT_REPS, OPT_PLOT, OPT_TARGET, OPT_REMOTE,
-	OPT_FLOOR };
+	OPT_FLOOR, OPT_THREAD_MODE };
 
 static const struct option longopts[] = {
 	{ "size", required_argument, NULL, 's' },
@@ -2005,6 +2016,7 @@ static const struct option longopts[] = {
 	{ "target", no_argument, NULL, OPT_TARGET },
 	{ "remote", no_argument, NULL, OPT_REMOTE },
 	{ "floor", no_argument, NULL, OPT_FLOOR },
+	{ "thread-mode", required_argument, NULL, OPT_THREAD_MODE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -2161,6 +2173,15 @@ int main(int argc, char **argv)
 			break;
 		case OPT_FLOOR:
 			o.ring_floor = true;
+			break;
+		case OPT_THREAD_MODE:
+			if (!strcmp(optarg, "single"))
+				o.single = true;
+			else if (!strcmp(optarg, "multi"))
+				o.single = false;
+			else
+				return bad_opt("thread mode (single or multi)",
+					       optarg);
 			break;
 		case 'h':
 			usage(stdout);

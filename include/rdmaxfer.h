@@ -68,8 +68,8 @@ enum rdmaxfer_progress_mode {
  * path (rdmaxfer_req_post(), rdmaxfer_req_post_flags(), rdmaxfer_req_test())
  * then takes no lock.  Needs RDMAXFER_PROGRESS_CALLER: with
  * RDMAXFER_PROGRESS_THREAD, rdmaxfer_agent_create() fails with -EINVAL.
- * A library without this flag (before 1.10) ignores it and locks.  See
- * rdmaxfer(7).
+ * A library that predates the flag ignores it and locks: safe, only
+ * slower.  See rdmaxfer(7).
  */
 #define RDMAXFER_AGENT_SINGLE_THREAD (1U << 2)
 

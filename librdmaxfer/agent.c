@@ -807,7 +807,6 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 		goto free_agent;
 	pthread_mutex_init(&agent->lock, NULL);
 	pthread_cond_init(&agent->cond, NULL);
-	agent->single = agent->attr.flags & RDMAXFER_AGENT_SINGLE_THREAD;
 	rx_list_init(&agent->peers);
 	rx_list_init(&agent->accept_q);
 	rx_list_init(&agent->reqs);

@@ -378,8 +378,6 @@ struct rdmaxfer_agent {
 	struct rx_notif_q notifs;
 	rdmaxfer_notif_fn notif_fn;
 	void *notif_user;
-	/* RDMAXFER_AGENT_SINGLE_THREAD: rx_data_lock() takes no lock */
-	bool single;
 	bool delivering;		/* a thread is running the callback */
 	pthread_t deliverer;		/* that thread, while delivering */
 
@@ -489,13 +487,13 @@ void rx_flush_deferred(struct rdmaxfer_agent *agent);
  */
 static inline void rx_data_lock(struct rdmaxfer_agent *agent)
 {
-	if (!agent->single)
+	if (!(agent->attr.flags & RDMAXFER_AGENT_SINGLE_THREAD))
 		pthread_mutex_lock(&agent->lock);
 }
 
 static inline void rx_data_unlock(struct rdmaxfer_agent *agent)
 {
-	if (!agent->single)
+	if (!(agent->attr.flags & RDMAXFER_AGENT_SINGLE_THREAD))
 		pthread_mutex_unlock(&agent->lock);
 }
 

@@ -214,7 +214,6 @@ struct rx_part {
 	int *base_flags;
 	uint32_t n;
 	uint32_t cursor;	/* next WR to post */
-	bool queued;
 	struct rx_list node;	/* qp->backlog */
 	/* while a doorbell chain is built: where this part's piece ends and
 	 * what its last WR pointed to before it was linked to the next */

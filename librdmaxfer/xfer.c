@@ -45,7 +45,6 @@ static void enqueue_part(struct rx_part *part)
 	struct rx_qp *q = &part->req->peer->qps[part->qp];
 
 	part->cursor = 0;
-	part->queued = true;
 	part->req->unposted++;
 	rx_list_add_tail(&q->backlog, &part->node);
 }
@@ -70,7 +69,6 @@ static inline void req_check_done(struct rdmaxfer_req *req)
 static void part_dequeue(struct rx_part *part)
 {
 	rx_list_del(&part->node);
-	part->queued = false;
 	part->req->unposted--;
 }
 
@@ -292,6 +290,84 @@ static inline int piece_flags(const struct rx_qp *q,
 }
 
 /*
+ * Lock held: the batch doorbell, rx_flush_backlog() for a backlog of
+ * parts of one WR each that all fit the send queue, which is what
+ * requests of one small message posted with RDMAXFER_POST_MORE leave.
+ * The same chain as the general path builds (same signalling, riders,
+ * slots and wr_ids; test_rdmaxfer_checks holds both to one rule), in one
+ * pass instead of per-part pieces, and accounted for in one pass after
+ * the doorbell: every part's WR is signalled or rides on the chain's next
+ * signalled WR, so each part's request waits for exactly one completion.
+ * Returns 0 when it posted the chain, a negative errno when the provider
+ * refused part of it (handed to chain_failed() with the state the general
+ * path leaves), or 1, with nothing done, where it does not apply.
+ */
+static int flush_singles(struct rx_qp *q, uint32_t room, uint32_t interval)
+{
+	struct rx_part *part = NULL, *riders = NULL, **rtail = &riders;
+	struct ibv_send_wr *head = NULL, **link = &head, *bad = NULL;
+	uint32_t count = 0, since = 0;
+	struct rx_list *n;
+	int ret;
+
+	for (n = q->backlog.next; n != &q->backlog; n = n->next)
+		if (backlog_part(n)->n != 1 || ++count > room)
+			return 1;
+	for (n = q->backlog.next; n != &q->backlog; n = n->next) {
+		struct ibv_send_wr *wr;
+		struct rx_slot *slot;
+		int flags;
+
+		part = backlog_part(n);
+		wr = part->wrs;
+		slot = part->slots;
+		flags = piece_flags(q, part, 0);
+		slot->qp = q->index;
+		part->seg_end = 1;
+		part->seg_next = wr->next;
+		if (++since >= interval || n->next == &q->backlog) {
+			flags |= IBV_SEND_SIGNALED;
+			slot->retire = since;
+			since = 0;
+			slot->riders = riders;
+			riders = NULL;
+			rtail = &riders;
+			wr->wr_id = rx_wr_id(slot, RX_TAG_SIGNALED, q->gen);
+		} else {
+			slot->riders = NULL;
+			part->rider_next = NULL;
+			*rtail = part;
+			rtail = &part->rider_next;
+			wr->wr_id = rx_wr_id(slot, RX_TAG_UNSIGNALED, q->gen);
+		}
+		wr->send_flags = (unsigned int)flags;
+		*link = wr;
+		link = &wr->next;
+	}
+	*link = NULL;
+
+	ret = ibv_post_send(q->qp, head, &bad);
+	if (ret) {
+		ret = ret > 0 ? -ret : ret;
+		chain_failed(q, part, bad, ret);
+		return ret;
+	}
+	for (n = q->backlog.next; n != &q->backlog; n = n->next) {
+		struct rdmaxfer_req *req;
+
+		part = backlog_part(n);
+		req = part->req;
+		part->wrs[0].next = part->seg_next;
+		part->cursor = 1;
+		req->unposted--;
+		req->signals++;
+	}
+	q->sq_used += count;
+	rx_list_init(&q->backlog);
+	return 0;
+}
+
+/*
  * Lock held: post what fits of the QP's backlog, oldest first, as one
  * chain of work requests and one doorbell.  A WR is signalled every
  * signal_interval WRs and at the end of the chain, so each doorbell ends
@@ -321,6 +397,14 @@ again:
 	if (q->sq_used >= agent->attr.sq_depth)
 		return;
 	room = agent->attr.sq_depth - q->sq_used;
+	ret = flush_singles(q, room, interval);
+	if (ret <= 0) {
+		/* a refused WR took its part out of the backlog: try the
+		 * rest, as below */
+		if (ret && q->peer->state == RDMAXFER_PEER_CONNECTED)
+			goto again;
+		return;
+	}
 	head = NULL;
 	prev = NULL;
 	riders = NULL;
@@ -1086,15 +1170,24 @@ int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 	req->notif_sent = false;
 	req->state = RX_REQ_ACTIVE;
 	peer->nreqs_active++;
-	/* one part, no doorbell held back (RDMAXFER_POST_MORE): the part
-	 * would be a chain of its own, so it may go out alone */
-	if (!(flags & RDMAXFER_POST_MORE) && req->nparts == 1 &&
-	    rx_list_empty(&agent->deferred)) {
+	/* one part (one QP), the common case, as the loops below do it: a
+	 * part with no doorbell held back (RDMAXFER_POST_MORE) would be a
+	 * chain of its own, so it may go out alone */
+	if (req->nparts == 1) {
 		struct rx_part *part = &req->parts[0];
 		struct rx_qp *q = &peer->qps[part->qp];
 
-		if (!post_alone(q, part)) {
+		if (flags & RDMAXFER_POST_MORE) {
 			enqueue_part(part);
+			if (!q->deferred) {
+				q->deferred = true;
+				rx_list_add_tail(&agent->deferred,
+						 &q->defer_node);
+			}
+		} else if (!rx_list_empty(&agent->deferred) ||
+			   !post_alone(q, part)) {
+			enqueue_part(part);
+			rx_flush_deferred(agent);
 			rx_flush_backlog(q);
 		}
 		rx_data_unlock(agent);

@@ -10,6 +10,10 @@
  *    the QP and its other requests live on;
  *  - bad local pointers (PROT_NONE, unmapped) give -EFAULT, not SIGSEGV;
  *  - inline WRITEs stay within what each QP was granted;
+ *  - a doorbell chain is signalled every signal_interval WRs and at its
+ *    end, whether its requests are of one WR each (xfer.c's
+ *    flush_singles()) or not (the general path), and every request of
+ *    it completes;
  *  - a doorbell chain that the provider refuses partway (a fault injected
  *    into the context's post_send) fails only the refused request, every
  *    request reaches a terminal state and can be freed at once, in any
@@ -776,8 +780,16 @@ struct xreq {
 	int ret;
 };
 
-/* n requests of 1 or 2 pairs (small and a few KiB), WRITE, laid out at
- * distinct offsets; req i's first WR is WR first[i] of the chain. */
+/*
+ * The shape of the chains xreqs_prepare() makes: requests of 1 or 2 pairs
+ * (the general chain building of xfer.c's rx_flush_backlog()), or of one
+ * pair each (its flush_singles(), the batch doorbell of small messages).
+ */
+static bool xreq_singles;
+
+/* n requests of 1 or 2 pairs (small and a few KiB; one small pair each
+ * with xreq_singles), WRITE, laid out at distinct offsets; req i's first
+ * WR is WR first[i] of the chain. */
 static void xreqs_prepare(struct xreq *x, int n, struct rdmaxfer_peer *p,
 			  unsigned int *first)
 {
@@ -786,7 +798,7 @@ static void xreqs_prepare(struct xreq *x, int n, struct rdmaxfer_peer *p,
 	int i, j;
 
 	for (i = 0; i < n; i++) {
-		x[i].np = 1 + i % 2;
+		x[i].np = xreq_singles ? 1 : 1 + i % 2;
 		first[i] = w;
 		for (j = 0; j < (int)x[i].np; j++) {
 			size_t len = j ? 3000 + i : 40 + i;
@@ -834,9 +846,11 @@ static void xreqs_post(struct xreq *x, int n)
  * (their WRs are retired by a terminator), the refused one fails with
  * -EINVAL at once and is freed right away, the ones after it go out with
  * the next doorbell and complete.  The peer stays connected.  Then every
- * request is freed, in an order that differs per round.
+ * request is freed, in an order that differs per round.  With singles,
+ * 12 requests of one WR each (flush_singles()), and round 1 refuses the
+ * chain's last WR, the one that carries the others.
  */
-static void test_chain_refused_partway(void)
+static void chain_refused_partway(bool singles)
 {
 	enum { N = 12, BAD = 5 };
 	struct rdmaxfer_agent *a;
@@ -845,20 +859,24 @@ static void test_chain_refused_partway(void)
 	unsigned int first[N];
 	int round, i, ret;
 
+	xreq_singles = singles;
 	CU_ASSERT_EQUAL_FATAL(client(1, 0, UINT32_MAX, &a, &p), 0);
 	fault_install_on(p);
 	for (round = 0; round < 3; round++) {
+		int victim = round == 2 ? 0 : round == 1 && singles ? N - 1 :
+			     BAD;
+
 		memset(x, 0, sizeof(x));
 		xreqs_prepare(x, N, p, first);
-		/* round 0: refuse BAD's first WR; 1: its second WR; 2: the
-		 * very first WR of the chain */
+		/* round 0: refuse BAD's first WR; 1: its second WR (singles:
+		 * the last request's); 2: the very first WR of the chain */
 		fault_at = round == 0 ? (int)first[BAD] :
+			   round == 1 && singles ? (int)first[N - 1] :
 			   round == 1 ? (int)first[BAD] + 1 : 0;
 		faults = 0;
 		xreqs_post(x, N);
 		CU_ASSERT_EQUAL(faults, 1);
 		{
-			int victim = round == 2 ? 0 : BAD;
 
 			/* free it as soon as it failed, before the rest */
 			ret = rdmaxfer_req_wait(x[victim].req, 10000);
@@ -890,6 +908,17 @@ static void test_chain_refused_partway(void)
 	}
 	fault_remove();
 	rdmaxfer_agent_destroy(a);
+	xreq_singles = false;
+}
+
+static void test_chain_refused_partway(void)
+{
+	chain_refused_partway(false);
+}
+
+static void test_chain_refused_partway_singles(void)
+{
+	chain_refused_partway(true);
 }
 
 /*
@@ -987,7 +1016,7 @@ static void test_chain_refused_then_gone(void)
  * room in the backlog, reports -ECANCELED, not the bad one's error.  The
  * requests are freed as soon as each is terminal, in a scrambled order.
  */
-static void test_never_posted_cancelled(void)
+static void never_posted_cancelled(bool singles)
 {
 	enum { N = 40, BAD = 2 };
 	struct rdmaxfer_agent *a;
@@ -997,6 +1026,7 @@ static void test_never_posted_cancelled(void)
 	int i, left, cancelled = 0;
 	double end;
 
+	xreq_singles = singles;
 	CU_ASSERT_EQUAL_FATAL(client(1, 16, UINT32_MAX, &a, &p), 0);
 	memset(x, 0, sizeof(x));
 	xreqs_prepare(x, N, p, first);
@@ -1039,6 +1069,127 @@ static void test_never_posted_cancelled(void)
 			CU_ASSERT_EQUAL(x[i].ret, -ECANCELED);
 		}
 	}
+	rdmaxfer_agent_destroy(a);
+	xreq_singles = false;
+}
+
+static void test_never_posted_cancelled(void)
+{
+	never_posted_cancelled(false);
+}
+
+/* The same with 40 requests of one WR each: the first doorbell takes 16
+ * (more than fit: the general path), the rest wait in the backlog. */
+static void test_never_posted_cancelled_singles(void)
+{
+	never_posted_cancelled(true);
+}
+
+/*
+ * What each doorbell of the hooked QP carried: its WRs and which of them
+ * were signalled (bit i: WR i), for chains of up to 64.
+ */
+static int chain_posts;
+static int chain_wrs[8];
+static uint64_t chain_signalled[8];
+
+static int chain_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+			   struct ibv_send_wr **bad)
+{
+	const struct ibv_send_wr *w;
+	int i = 0;
+
+	if (qp->qp_num == fault_qpn && chain_posts < 8) {
+		chain_signalled[chain_posts] = 0;
+		for (w = wr; w; w = w->next, i++)
+			if (i < 64 && (w->send_flags & IBV_SEND_SIGNALED))
+				chain_signalled[chain_posts] |= 1ULL << i;
+		chain_wrs[chain_posts++] = i;
+	}
+	return real_post_send(qp, wr, bad);
+}
+
+/* The signalling rule of xfer.c: WR i (from 0) of a chain of n is
+ * signalled if it is every interval-th one or the last. */
+static uint64_t chain_rule(int n, uint32_t interval)
+{
+	uint64_t m = 1ULL << (n - 1);
+	int i;
+
+	for (i = (int)interval - 1; i < n; i += (int)interval)
+		m |= 1ULL << i;
+	return m;
+}
+
+/*
+ * One doorbell of N requests with a signal interval of 4: the chain has
+ * one WR per pair, signalled every 4th and at its end, and every request
+ * completes with its data in place, for requests of one WR each
+ * (flush_singles()) and for a mix of one and two (the general path): the
+ * two build the same chains.  Then 40 requests of one WR on a send queue
+ * of 16: the first doorbell takes what fits, the rest follow as slots
+ * retire (a backlog longer than the room is the general path's, the
+ * rest of it flush_singles()'s), and all complete.
+ */
+static void test_chain_signals(void)
+{
+	enum { N = 11, LONG = 40 };
+	struct rdmaxfer_agent_attr attr;
+	struct rdmaxfer_agent *a;
+	struct rdmaxfer_peer *p;
+	struct xreq x[LONG];
+	unsigned int first[LONG];
+	int shape, i, wrs;
+
+	rdmaxfer_agent_attr_init(&attr);
+	attr.progress = RDMAXFER_PROGRESS_CALLER;
+	attr.signal_interval = 4;
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_agent_create(&attr, &a), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_connect(a, addr, srv_port, 10000, &p),
+			      0);
+	fault_install_on(p);
+	for (shape = 0; shape < 2; shape++) {
+		xreq_singles = shape == 0;
+		memset(x, 0, sizeof(x));
+		xreqs_prepare(x, N, p, first);
+		wrs = (int)(first[N - 1] + x[N - 1].np);
+		fault_ctx->ops.post_send = chain_post_send;
+		chain_posts = 0;
+		xreqs_post(x, N);
+		fault_ctx->ops.post_send = faulty_post_send;
+		CU_ASSERT_EQUAL(chain_posts, 1);
+		CU_ASSERT_EQUAL(chain_wrs[0], wrs);
+		if (chain_signalled[0] != chain_rule(wrs, 4))
+			rc_diag("%s: signalled %#llx, the rule says %#llx",
+				shape ? "mixed" : "singles",
+				(unsigned long long)chain_signalled[0],
+				(unsigned long long)chain_rule(wrs, 4));
+		CU_ASSERT_EQUAL(chain_signalled[0], chain_rule(wrs, 4));
+		for (i = 0; i < N; i++) {
+			CU_ASSERT_EQUAL(rdmaxfer_req_wait(x[i].req, 10000), 0);
+			CU_ASSERT(xreq_landed(&x[i]));
+			CU_ASSERT_EQUAL(rdmaxfer_req_free(x[i].req), 0);
+		}
+	}
+	fault_remove();
+	rdmaxfer_agent_destroy(a);
+
+	CU_ASSERT_EQUAL_FATAL(client(1, 16, UINT32_MAX, &a, &p), 0);
+	xreq_singles = true;
+	memset(x, 0, sizeof(x));
+	xreqs_prepare(x, LONG, p, first);
+	xreqs_post(x, LONG);
+	for (i = LONG - 1; i >= 0; i--) {
+		CU_ASSERT_EQUAL(rdmaxfer_req_wait(x[i].req, 10000), 0);
+		CU_ASSERT(xreq_landed(&x[i]));
+	}
+	/* and again, reposted as they are: the backlog starts empty */
+	xreqs_post(x, LONG);
+	for (i = 0; i < LONG; i++) {
+		CU_ASSERT_EQUAL(rdmaxfer_req_wait(x[i].req, 10000), 0);
+		CU_ASSERT_EQUAL(rdmaxfer_req_free(x[i].req), 0);
+	}
+	xreq_singles = false;
 	rdmaxfer_agent_destroy(a);
 }
 
@@ -1124,7 +1275,10 @@ static const struct rc_test_case cases[] = {
 	{ "chain_refused_partway", test_chain_refused_partway },
 	{ "chain_refused_terminator_too", test_chain_refused_terminator_too },
 	{ "chain_refused_then_gone", test_chain_refused_then_gone },
+	{ "chain_refused_partway_singles", test_chain_refused_partway_singles },
 	{ "never_posted_cancelled", test_never_posted_cancelled },
+	{ "never_posted_cancelled_singles", test_never_posted_cancelled_singles },
+	{ "chain_signals", test_chain_signals },
 	{ "lone_post", test_lone_post },
 	{ NULL, NULL },
 };

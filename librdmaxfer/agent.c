@@ -730,6 +730,11 @@ static int check_attr(struct rdmaxfer_agent_attr *a)
 	if (a->reserved[0] || a->reserved[1] || a->reserved[2] ||
 	    a->odp > RDMAXFER_ODP_OFF)
 		return -EINVAL;
+	/* a flag this library does not know is refused, not dropped: it
+	 * may ask for a safety this library cannot give */
+	if (a->flags & ~(RDMAXFER_AGENT_NO_ENV | RDMAXFER_AGENT_CACHE_RKEYS |
+			 RDMAXFER_AGENT_SINGLE_THREAD))
+		return -EINVAL;
 	if (a->qps_per_peer > RX_MAX_QPS)
 		return -EINVAL;
 	if (a->progress != RDMAXFER_PROGRESS_CALLER &&

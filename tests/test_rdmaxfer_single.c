@@ -158,10 +158,11 @@ static int count_reads(struct rdmaxfer_agent *a, struct rdmaxfer_peer *p,
 /* ------------------------------------------------------------- tests */
 
 /*
- * The flag is refused with a progress thread, reported where it is in
- * effect, and takes the agent lock out of post and test: a locked
- * caller-mode agent takes it at least once per post and once per test
- * call, a single-thread one not once.
+ * The flag is refused with a progress thread (and a flag the library
+ * does not know, always), reported where it is in effect, and takes the
+ * agent lock out of post and test: a locked caller-mode agent takes it
+ * at least once per post and once per test call, a single-thread one
+ * not once.
  */
 static void test_no_lock(void)
 {
@@ -176,6 +177,12 @@ static void test_no_lock(void)
 	rdmaxfer_agent_attr_init(&attr);
 	attr.flags = RDMAXFER_AGENT_SINGLE_THREAD;
 	attr.progress = RDMAXFER_PROGRESS_THREAD;
+	CU_ASSERT_EQUAL(rdmaxfer_agent_create(&attr, &a), -EINVAL);
+	/* a flag this library does not know is refused, not ignored */
+	attr.progress = RDMAXFER_PROGRESS_CALLER;
+	attr.flags = RDMAXFER_AGENT_SINGLE_THREAD | 1U << 31;
+	CU_ASSERT_EQUAL(rdmaxfer_agent_create(&attr, &a), -EINVAL);
+	attr.flags = 1U << 3;
 	CU_ASSERT_EQUAL(rdmaxfer_agent_create(&attr, &a), -EINVAL);
 
 	CU_ASSERT_EQUAL_FATAL(client(0, &a, &pa, &sa), 0);

@@ -290,6 +290,57 @@ static inline int piece_flags(const struct rx_qp *q,
 }
 
 /*
+ * The signalling of a doorbell chain being built: WRs since the last
+ * signalled one, and the parts whose last WR in the chain is unsignalled
+ * and so ride on the next signalled one.
+ */
+struct chain_sig {
+	uint32_t since;
+	struct rx_part *riders, *last;	/* no pointer into itself: it can
+					 * live in registers */
+};
+
+static inline void chain_sig_init(struct chain_sig *c)
+{
+	c->since = 0;
+	c->riders = NULL;
+	c->last = NULL;
+}
+
+/* WR wr (slot slot, flags before signalling) joins the chain on QP q;
+ * signalled, it carries the riders gathered since the last one. */
+static inline void chain_wr(struct rx_qp *q, struct chain_sig *c,
+			    struct ibv_send_wr *wr, struct rx_slot *slot,
+			    int flags, bool signal)
+{
+	slot->qp = q->index;
+	if (signal) {
+		flags |= IBV_SEND_SIGNALED;
+		slot->retire = c->since;
+		c->since = 0;
+		slot->riders = c->riders;
+		c->riders = NULL;
+		c->last = NULL;
+		wr->wr_id = rx_wr_id(slot, RX_TAG_SIGNALED, q->gen);
+	} else {
+		slot->riders = NULL;
+		wr->wr_id = rx_wr_id(slot, RX_TAG_UNSIGNALED, q->gen);
+	}
+	wr->send_flags = (unsigned int)flags;
+}
+
+/* A part whose last WR in the chain went unsignalled rides on the next. */
+static inline void chain_rider(struct chain_sig *c, struct rx_part *part)
+{
+	part->rider_next = NULL;
+	if (c->last)
+		c->last->rider_next = part;
+	else
+		c->riders = part;
+	c->last = part;
+}
+
+/*
  * Lock held: the batch doorbell, rx_flush_backlog() for a backlog of
  * parts of one WR each that all fit the send queue, which is what
  * requests of one small message posted with RDMAXFER_POST_MORE leave.
@@ -304,43 +355,30 @@ static inline int piece_flags(const struct rx_qp *q,
  */
 static int flush_singles(struct rx_qp *q, uint32_t room, uint32_t interval)
 {
-	struct rx_part *part = NULL, *riders = NULL, **rtail = &riders;
 	struct ibv_send_wr *head = NULL, **link = &head, *bad = NULL;
-	uint32_t count = 0, since = 0;
+	struct rx_part *part = NULL;
+	struct chain_sig c;
+	uint32_t count = 0;
 	struct rx_list *n;
 	int ret;
 
 	for (n = q->backlog.next; n != &q->backlog; n = n->next)
 		if (backlog_part(n)->n != 1 || ++count > room)
 			return 1;
+	chain_sig_init(&c);
 	for (n = q->backlog.next; n != &q->backlog; n = n->next) {
 		struct ibv_send_wr *wr;
-		struct rx_slot *slot;
-		int flags;
+		bool signal;
 
 		part = backlog_part(n);
 		wr = part->wrs;
-		slot = part->slots;
-		flags = piece_flags(q, part, 0);
-		slot->qp = q->index;
 		part->seg_end = 1;
 		part->seg_next = wr->next;
-		if (++since >= interval || n->next == &q->backlog) {
-			flags |= IBV_SEND_SIGNALED;
-			slot->retire = since;
-			since = 0;
-			slot->riders = riders;
-			riders = NULL;
-			rtail = &riders;
-			wr->wr_id = rx_wr_id(slot, RX_TAG_SIGNALED, q->gen);
-		} else {
-			slot->riders = NULL;
-			part->rider_next = NULL;
-			*rtail = part;
-			rtail = &part->rider_next;
-			wr->wr_id = rx_wr_id(slot, RX_TAG_UNSIGNALED, q->gen);
-		}
-		wr->send_flags = (unsigned int)flags;
+		signal = ++c.since >= interval || n->next == &q->backlog;
+		chain_wr(q, &c, wr, part->slots, piece_flags(q, part, 0),
+			 signal);
+		if (!signal)
+			chain_rider(&c, part);
 		*link = wr;
 		link = &wr->next;
 	}
@@ -378,11 +416,11 @@ void rx_flush_backlog(struct rx_qp *q)
 {
 	struct rdmaxfer_agent *agent = q->peer->agent;
 	uint32_t interval = agent->attr.signal_interval;
-	struct rx_part *riders = NULL, **rtail = &riders, *prev = NULL;
-	struct rx_part *part = NULL;
+	struct rx_part *part = NULL, *prev = NULL;
 	struct ibv_send_wr *head = NULL, *bad = NULL;
-	uint32_t room, since = 0;
+	struct chain_sig c;
 	struct rx_list *n, *next;
+	uint32_t room;
 	int ret;
 
 	qp_undefer(q);
@@ -407,9 +445,7 @@ again:
 	}
 	head = NULL;
 	prev = NULL;
-	riders = NULL;
-	rtail = &riders;
-	since = 0;
+	chain_sig_init(&c);
 
 	/* build the chain: link each part's piece to the next one's */
 	for (n = q->backlog.next; n != &q->backlog && room; n = n->next) {
@@ -423,34 +459,14 @@ again:
 		room -= k;
 		part->seg_end = part->cursor + k;
 		last_piece = !room || n->next == &q->backlog;
-		for (i = part->cursor; i < part->seg_end; i++) {
-			struct ibv_send_wr *wr = &part->wrs[i];
-			struct rx_slot *slot = &part->slots[i];
-			int flags = piece_flags(q, part, i);
-
-			slot->qp = q->index;
-			slot->riders = NULL;
-			if (++since >= interval ||
-			    (last_piece && i == part->seg_end - 1)) {
-				flags |= IBV_SEND_SIGNALED;
-				slot->retire = since;
-				since = 0;
-				slot->riders = riders;
-				riders = NULL;
-				rtail = &riders;
-				wr->wr_id = rx_wr_id(slot, RX_TAG_SIGNALED, q->gen);
-			} else {
-				wr->wr_id = rx_wr_id(slot, RX_TAG_UNSIGNALED,
-						     q->gen);
-			}
-			wr->send_flags = (unsigned int)flags;
-		}
+		for (i = part->cursor; i < part->seg_end; i++)
+			chain_wr(q, &c, &part->wrs[i], &part->slots[i],
+				 piece_flags(q, part, i),
+				 ++c.since >= interval ||
+				 (last_piece && i == part->seg_end - 1));
 		if (!(part->wrs[part->seg_end - 1].send_flags &
-		      IBV_SEND_SIGNALED)) {
-			part->rider_next = NULL;
-			*rtail = part;
-			rtail = &part->rider_next;
-		}
+		      IBV_SEND_SIGNALED))
+			chain_rider(&c, part);
 		part->seg_next = part->wrs[part->seg_end - 1].next;
 		if (prev)
 			prev->wrs[prev->seg_end - 1].next =

@@ -72,6 +72,16 @@ static void part_dequeue(struct rx_part *part)
 	part->req->unposted--;
 }
 
+/* RDMAXFER_POST_MORE: the QP's doorbell waits for the next post without
+ * MORE, or for the next progress call (rx_flush_deferred()). */
+static inline void qp_defer(struct rdmaxfer_agent *agent, struct rx_qp *q)
+{
+	if (!q->deferred) {
+		q->deferred = true;
+		rx_list_add_tail(&agent->deferred, &q->defer_node);
+	}
+}
+
 static void qp_undefer(struct rx_qp *q)
 {
 	q->deferred = false;
@@ -1195,11 +1205,7 @@ int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 
 		if (flags & RDMAXFER_POST_MORE) {
 			enqueue_part(part);
-			if (!q->deferred) {
-				q->deferred = true;
-				rx_list_add_tail(&agent->deferred,
-						 &q->defer_node);
-			}
+			qp_defer(agent, q);
 		} else if (!rx_list_empty(&agent->deferred) ||
 			   !post_alone(q, part)) {
 			enqueue_part(part);
@@ -1212,17 +1218,8 @@ int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 	for (i = 0; i < req->nparts; i++)
 		enqueue_part(&req->parts[i]);
 	if (flags & RDMAXFER_POST_MORE) {
-		/* the doorbell waits for the next post without MORE, or for
-		 * the next progress call */
-		for (i = 0; i < req->nparts; i++) {
-			struct rx_qp *q = &peer->qps[req->parts[i].qp];
-
-			if (!q->deferred) {
-				q->deferred = true;
-				rx_list_add_tail(&agent->deferred,
-						 &q->defer_node);
-			}
-		}
+		for (i = 0; i < req->nparts; i++)
+			qp_defer(agent, &peer->qps[req->parts[i].qp]);
 	} else {
 		rx_flush_deferred(agent);
 		for (i = 0; i < req->nparts; i++)

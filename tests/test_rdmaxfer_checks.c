@@ -876,17 +876,14 @@ static void chain_refused_partway(bool singles)
 		faults = 0;
 		xreqs_post(x, N);
 		CU_ASSERT_EQUAL(faults, 1);
-		{
-
-			/* free it as soon as it failed, before the rest */
-			ret = rdmaxfer_req_wait(x[victim].req, 10000);
-			if (ret != -EINVAL)
-				rc_diag("round %d: refused request: %s", round,
-					rdmaxfer_strerror(ret));
-			CU_ASSERT_EQUAL(ret, -EINVAL);
-			CU_ASSERT_EQUAL(rdmaxfer_req_free(x[victim].req), 0);
-			x[victim].req = NULL;
-		}
+		/* free it as soon as it failed, before the rest */
+		ret = rdmaxfer_req_wait(x[victim].req, 10000);
+		if (ret != -EINVAL)
+			rc_diag("round %d: refused request: %s", round,
+				rdmaxfer_strerror(ret));
+		CU_ASSERT_EQUAL(ret, -EINVAL);
+		CU_ASSERT_EQUAL(rdmaxfer_req_free(x[victim].req), 0);
+		x[victim].req = NULL;
 		for (i = 0; i < N; i++) {
 			if (!x[i].req)
 				continue;

@@ -65,9 +65,10 @@ enum rdmaxfer_progress_mode {
  * The application promises to call into this agent, and into every peer,
  * request, memory handle, ring and file of it, from one thread at a time
  * (UCX's UCS_THREAD_MODE_SINGLE, libfabric's FI_THREAD_DOMAIN).  The data
- * path (rdmaxfer_req_post(), rdmaxfer_req_post_flags(), rdmaxfer_req_test())
- * then takes no lock.  Needs RDMAXFER_PROGRESS_CALLER: with
- * RDMAXFER_PROGRESS_THREAD, rdmaxfer_agent_create() fails with -EINVAL.
+ * path (rdmaxfer_req_post(), rdmaxfer_req_post_flags(),
+ * rdmaxfer_req_post_list(), rdmaxfer_req_test()) then takes no lock.
+ * Needs RDMAXFER_PROGRESS_CALLER: with RDMAXFER_PROGRESS_THREAD,
+ * rdmaxfer_agent_create() fails with -EINVAL.
  * A library that predates the flag ignores it and locks: safe, only
  * slower.  See rdmaxfer(7).
  */
@@ -477,6 +478,18 @@ enum {
  * rdmaxfer_req_post(), and -EINVAL for an unknown flag.
  */
 int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags);
+
+/*
+ * Post reqs[0..n-1] in order with one call: as rdmaxfer_req_post_flags()
+ * with RDMAXFER_POST_MORE on each but the last (flags applies to the
+ * last), one doorbell per QP.  All the requests belong to one agent.  The
+ * first request that cannot be posted stops the list with its error; the
+ * ones before it are posted, and *posted (when not NULL) is how many.
+ * -EINVAL (nothing posted): reqs NULL with n > 0, a NULL request, requests
+ * of two agents, or an unknown flag.
+ */
+int rdmaxfer_req_post_list(struct rdmaxfer_req *const *reqs, unsigned int n,
+			   unsigned int flags, unsigned int *posted);
 
 /*
  * Non-blocking state: 0 done, -EINPROGRESS in progress, -EALREADY never

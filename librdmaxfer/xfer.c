@@ -1144,6 +1144,71 @@ static int req_take_regs(struct rdmaxfer_req *req)
 	return 0;
 }
 
+/*
+ * req_start_locked(), lock held (and held again on return): make req
+ * ACTIVE for a post, taking its registrations first unless regs_current
+ * (the caller's req_regs_current(): one generation load may serve a whole
+ * list).
+ *
+ * The progress thread writes req->state and peer->state under the agent
+ * lock: they are read under it here.  Only it may change them until this
+ * post makes the request ACTIVE again, and only from ACTIVE to a final
+ * state, so the registrations may be taken unlocked (they can take
+ * milliseconds: req_retake_regs_locked()) and the peer checked again
+ * afterwards.  A repost whose registrations are current (a load and a
+ * compare) takes the lock once (none: RDMAXFER_AGENT_SINGLE_THREAD).
+ */
+static int req_retake_regs_locked(struct rdmaxfer_req *req)
+{
+	struct rdmaxfer_agent *agent = req->peer->agent;
+	int ret;
+
+	rx_data_unlock(agent);
+	ret = req_take_regs(req);
+	rx_data_lock(agent);
+	if (!ret && req->peer->state != RDMAXFER_PEER_CONNECTED)
+		ret = -ENOTCONN;
+	return ret;
+}
+
+static inline int req_start_locked(struct rdmaxfer_req *req,
+				   bool regs_current)
+{
+	struct rdmaxfer_peer *peer = req->peer;
+	int ret;
+
+	if (req->state == RX_REQ_ACTIVE)
+		return -EBUSY;
+	if (peer->state != RDMAXFER_PEER_CONNECTED)
+		return -ENOTCONN;
+	if (!regs_current) {
+		ret = req_retake_regs_locked(req);
+		if (ret)
+			return ret;
+	}
+	req->err = 0;
+	req->wc_status = -1;
+	req->signals = 0;
+	req->unposted = 0;
+	req->notif_sent = false;
+	req->state = RX_REQ_ACTIVE;
+	peer->nreqs_active++;
+	return 0;
+}
+
+/* Lock held: queue every part of a started request, its QPs' doorbells
+ * held (rx_flush_deferred() rings them). */
+static inline void req_queue_deferred(struct rdmaxfer_req *req)
+{
+	struct rdmaxfer_agent *agent = req->peer->agent;
+	unsigned int i;
+
+	for (i = 0; i < req->nparts; i++) {
+		enqueue_part(&req->parts[i]);
+		qp_defer(agent, &req->peer->qps[req->parts[i].qp]);
+	}
+}
+
 RX_EXPORT
 int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 {
@@ -1159,43 +1224,13 @@ int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 		return rx_file_req_post(req);
 	peer = req->peer;
 	agent = peer->agent;
-	/*
-	 * The progress thread writes req->state and peer->state under the
-	 * agent lock: read them under it too.  Only it may change them until
-	 * this post makes the request ACTIVE again, and only from ACTIVE to
-	 * a final state, so the registrations may be taken unlocked (they
-	 * can take milliseconds) and the peer checked again afterwards.  A
-	 * repost whose registrations are current (a load and a compare)
-	 * takes the lock once (none: RDMAXFER_AGENT_SINGLE_THREAD).
-	 */
 	regs_current = req_regs_current(req);
 	rx_data_lock(agent);
-	if (req->state == RX_REQ_ACTIVE)
-		ret = -EBUSY;
-	else if (peer->state != RDMAXFER_PEER_CONNECTED)
-		ret = -ENOTCONN;
-	else
-		ret = 0;
-	if (!ret && !regs_current) {
-		rx_data_unlock(agent);
-		ret = req_take_regs(req);
-		if (ret)
-			return ret;
-		rx_data_lock(agent);
-		if (peer->state != RDMAXFER_PEER_CONNECTED)
-			ret = -ENOTCONN;
-	}
+	ret = req_start_locked(req, regs_current);
 	if (ret) {
 		rx_data_unlock(agent);
 		return ret;
 	}
-	req->err = 0;
-	req->wc_status = -1;
-	req->signals = 0;
-	req->unposted = 0;
-	req->notif_sent = false;
-	req->state = RX_REQ_ACTIVE;
-	peer->nreqs_active++;
 	/* one part (one QP), the common case, as the loops below do it: a
 	 * part with no doorbell held back (RDMAXFER_POST_MORE) would be a
 	 * chain of its own, so it may go out alone */
@@ -1215,18 +1250,89 @@ int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 		rx_data_unlock(agent);
 		return 0;
 	}
-	for (i = 0; i < req->nparts; i++)
-		enqueue_part(&req->parts[i]);
 	if (flags & RDMAXFER_POST_MORE) {
-		for (i = 0; i < req->nparts; i++)
-			qp_defer(agent, &peer->qps[req->parts[i].qp]);
+		req_queue_deferred(req);
 	} else {
+		for (i = 0; i < req->nparts; i++)
+			enqueue_part(&req->parts[i]);
 		rx_flush_deferred(agent);
 		for (i = 0; i < req->nparts; i++)
 			rx_flush_backlog(&peer->qps[req->parts[i].qp]);
 	}
 	rx_data_unlock(agent);
 	return 0;
+}
+
+/*
+ * Post reqs[0..n-1] in order, as n calls of rdmaxfer_req_post_flags()
+ * with RDMAXFER_POST_MORE on all but the last would, for the cost of one
+ * call: one lock, one load of the cache's generation for all of them
+ * (again after a request whose registrations had to be taken afresh), and
+ * one doorbell per QP at the end (none with RDMAXFER_POST_MORE in flags).
+ * The first request that cannot be posted stops the list: those before it
+ * are posted (their doorbells rung, unless RDMAXFER_POST_MORE) and
+ * *posted says how many.  A list naming requests of two agents, or NULL,
+ * posts nothing (-EINVAL).
+ */
+RX_EXPORT
+int rdmaxfer_req_post_list(struct rdmaxfer_req *const *reqs, unsigned int n,
+			   unsigned int flags, unsigned int *posted)
+{
+	struct rdmaxfer_agent *agent = NULL;
+	struct rdmaxfer_req *req;
+	bool current;
+	uint64_t gen;
+	unsigned int k;
+	int ret = 0;
+
+	if (posted)
+		*posted = 0;
+	if ((n && !reqs) || (flags & ~RDMAXFER_POST_MORE))
+		return -EINVAL;
+	for (k = 0; k < n; k++) {
+		if (!reqs[k] || (agent && reqs[k]->peer->agent != agent))
+			return -EINVAL;
+		agent = reqs[k]->peer->agent;
+	}
+	if (!n)
+		return 0;
+	if (n == 1) {
+		/* its fast paths (a lone small WR goes out at once) */
+		ret = rdmaxfer_req_post_flags(reqs[0], flags);
+		if (posted)
+			*posted = !ret;
+		return ret;
+	}
+	gen = regcache_generation(agent->cache);
+	rx_data_lock(agent);
+	for (k = 0; k < n && !ret; k++) {
+		req = reqs[k];
+		if (req->file) {
+			/* its own engine and doorbell (io_uring) */
+			rx_data_unlock(agent);
+			ret = rx_file_req_post(req);
+			rx_data_lock(agent);
+			gen = regcache_generation(agent->cache);
+			continue;
+		}
+		current = gen && gen == req->regs_gen;
+		ret = req_start_locked(req, current);
+		if (!ret)
+			req_queue_deferred(req);
+		/* after registrations taken unlocked (maybe for
+		 * milliseconds), the next requests are checked against the
+		 * generation of now, as posts of their own would be */
+		if (!current)
+			gen = regcache_generation(agent->cache);
+	}
+	if (ret)
+		k--;
+	if (!(flags & RDMAXFER_POST_MORE))
+		rx_flush_deferred(agent);
+	rx_data_unlock(agent);
+	if (posted)
+		*posted = k;
+	return ret;
 }
 
 /* ring.c: a prepared write's immediate, changed before it is posted

@@ -1261,6 +1261,185 @@ static void test_lone_post(void)
 	rdmaxfer_agent_destroy(a);
 }
 
+/*
+ * rdmaxfer_req_post_list() (xfer.c): N requests of one and two WRs in one
+ * call ring one doorbell whose chain is the one N posts with
+ * RDMAXFER_POST_MORE build (the same WRs, the same signals), and all
+ * land.  With RDMAXFER_POST_MORE in flags nothing reaches the device
+ * before the next test.  Bad arguments post nothing (-EINVAL): a NULL
+ * list, a NULL request, an unknown flag, requests of two agents.  A list
+ * whose third request is already in flight stops there with -EBUSY:
+ * *posted is 2, the two before it land, the one after it is not posted.
+ * A list of one rings one doorbell, or none with RDMAXFER_POST_MORE.
+ */
+static void test_post_list(void)
+{
+	enum { N = 11 };
+	struct rdmaxfer_agent_attr attr;
+	struct rdmaxfer_agent *a, *a2;
+	struct rdmaxfer_peer *p, *p2;
+	struct rdmaxfer_req *list[N], *other;
+	struct xreq x[N];
+	unsigned int first[N], posted;
+	int i, wrs;
+
+	rdmaxfer_agent_attr_init(&attr);
+	attr.progress = RDMAXFER_PROGRESS_CALLER;
+	attr.signal_interval = 4;
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_agent_create(&attr, &a), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_connect(a, addr, srv_port, 10000, &p),
+			      0);
+	fault_install_on(p);
+	memset(x, 0, sizeof(x));
+	xreqs_prepare(x, N, p, first);
+	wrs = (int)(first[N - 1] + x[N - 1].np);
+	for (i = 0; i < N; i++)
+		list[i] = x[i].req;
+
+	/* bad arguments: nothing posted, nothing rung */
+	fault_ctx->ops.post_send = chain_post_send;
+	chain_posts = 0;
+	posted = 7;
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_list(NULL, 1, 0, &posted), -EINVAL);
+	CU_ASSERT_EQUAL(posted, 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_list(list, N, 2, NULL), -EINVAL);
+	list[5] = NULL;
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_list(list, N, 0, &posted), -EINVAL);
+	list[5] = x[5].req;
+	CU_ASSERT_EQUAL_FATAL(client(1, 0, UINT32_MAX, &a2, &p2), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_xfer_prepare(p2, RDMAXFER_OP_WRITE,
+			x[0].iov, 1, x[0].d, 1, NULL, &other), 0);
+	list[N - 1] = other;
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_list(list, N, 0, &posted), -EINVAL);
+	CU_ASSERT_EQUAL(posted, 0);
+	list[N - 1] = x[N - 1].req;
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_list(list, 0, 0, &posted), 0);
+	CU_ASSERT_EQUAL(posted, 0);
+	for (i = 0; i < N; i++)
+		CU_ASSERT_EQUAL(rdmaxfer_req_test(x[i].req), -EALREADY);
+	CU_ASSERT_EQUAL(rdmaxfer_req_test(other), -EALREADY);
+	CU_ASSERT_EQUAL(chain_posts, 0);
+
+	/* the whole list: one doorbell, the chain of N posts */
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_list(list, N, 0, &posted), 0);
+	CU_ASSERT_EQUAL(posted, N);
+	CU_ASSERT_EQUAL(chain_posts, 1);
+	CU_ASSERT_EQUAL(chain_wrs[0], wrs);
+	CU_ASSERT_EQUAL(chain_signalled[0], chain_rule(wrs, 4));
+	for (i = 0; i < N; i++) {
+		CU_ASSERT_EQUAL(rdmaxfer_req_wait(x[i].req, 10000), 0);
+		CU_ASSERT(xreq_landed(&x[i]));
+	}
+
+	/* held: the doorbell waits for the next test */
+	memset(srv_buf, 0, 64 * 1024);
+	chain_posts = 0;
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_list(list, N, RDMAXFER_POST_MORE,
+					       &posted), 0);
+	CU_ASSERT_EQUAL(posted, N);
+	CU_ASSERT_EQUAL(chain_posts, 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post(x[0].req), -EBUSY);
+	for (i = 0; i < N; i++) {
+		CU_ASSERT_EQUAL(rdmaxfer_req_wait(x[i].req, 10000), 0);
+		CU_ASSERT(xreq_landed(&x[i]));
+	}
+	CU_ASSERT_EQUAL(chain_posts, 1);
+	CU_ASSERT_EQUAL(chain_wrs[0], wrs);
+
+	/* stopped by a request in flight: a prefix goes out */
+	memset(srv_buf, 0, 64 * 1024);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_flags(x[2].req, RDMAXFER_POST_MORE),
+			0);
+	chain_posts = 0;
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_list(list, 4, 0, &posted), -EBUSY);
+	CU_ASSERT_EQUAL(posted, 2);
+	CU_ASSERT_EQUAL(chain_posts, 1);
+	for (i = 0; i < 3; i++) {
+		CU_ASSERT_EQUAL(rdmaxfer_req_wait(x[i].req, 10000), 0);
+		CU_ASSERT(xreq_landed(&x[i]));
+	}
+	/* x[3]: done in the round before, not posted again */
+	CU_ASSERT_EQUAL(rdmaxfer_req_test(x[3].req), 0);
+	CU_ASSERT(!xreq_landed(&x[3]));
+
+	/* a list of one: one doorbell; then -EBUSY while it is held */
+	chain_posts = 0;
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_list(&list[3], 1, 0, &posted), 0);
+	CU_ASSERT_EQUAL(posted, 1);
+	CU_ASSERT_EQUAL(chain_posts, 1);
+	CU_ASSERT_EQUAL(rdmaxfer_req_wait(x[3].req, 10000), 0);
+	CU_ASSERT(xreq_landed(&x[3]));
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_list(&list[4], 1, RDMAXFER_POST_MORE,
+					       &posted), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_list(&list[4], 1, 0, &posted),
+			-EBUSY);
+	CU_ASSERT_EQUAL(posted, 0);
+	CU_ASSERT_EQUAL(chain_posts, 1);
+	CU_ASSERT_EQUAL(rdmaxfer_req_wait(x[4].req, 10000), 0);
+	CU_ASSERT_EQUAL(chain_posts, 2);
+	fault_ctx->ops.post_send = faulty_post_send;
+
+	for (i = 0; i < N; i++)
+		CU_ASSERT_EQUAL(rdmaxfer_req_free(x[i].req), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_free(other), 0);
+	fault_remove();
+	rdmaxfer_agent_destroy(a2);
+	rdmaxfer_agent_destroy(a);
+}
+
+/*
+ * A list checks each request's registrations against the cache's
+ * generation as a post does: a request whose buffer was unmapped and
+ * mapped again since its last post is registered afresh, so a WRITE
+ * sends the new mapping's bytes, not those of the pages the old
+ * registration still pins.  Three rounds: the first registers, the next
+ * two follow a remap each.
+ */
+static void test_post_list_remapped(void)
+{
+	struct rdmaxfer_agent *a;
+	struct rdmaxfer_peer *p;
+	struct rdmaxfer_req *list[2];
+	struct rdmaxfer_iov iov[2];
+	struct rdmaxfer_desc d[2];
+	uint8_t *b, *b2;
+	int i, round;
+
+	CU_ASSERT_EQUAL_FATAL(client(1, 0, UINT32_MAX, &a, &p), 0);
+	b = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CU_ASSERT_FATAL(b != MAP_FAILED);
+	iov[0].addr = cli_buf;
+	iov[0].len = 256;
+	iov[1].addr = b + 100;
+	iov[1].len = 256;
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_desc(srv_mem, 0, 256, &d[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_desc(srv_mem, 4096, 256, &d[1]), 0);
+	for (i = 0; i < 2; i++)
+		CU_ASSERT_EQUAL_FATAL(rdmaxfer_xfer_prepare(p,
+				RDMAXFER_OP_WRITE, &iov[i], 1, &d[i], 1, NULL,
+				&list[i]), 0);
+	for (round = 0; round < 3; round++) {
+		fill(cli_buf, 256, 70 + round);
+		fill(b + 100, 256, 80 + round);
+		memset(srv_buf, 0, 8192);
+		CU_ASSERT_EQUAL(rdmaxfer_req_post_list(list, 2, 0, NULL), 0);
+		for (i = 0; i < 2; i++)
+			CU_ASSERT_EQUAL(rdmaxfer_req_wait(list[i], 10000), 0);
+		CU_ASSERT(!memcmp(srv_buf, cli_buf, 256));
+		CU_ASSERT(!memcmp(srv_buf + 4096, b + 100, 256));
+		/* new pages at the same address for the next round */
+		CU_ASSERT_FATAL(munmap(b, 2 * (size_t)page) == 0);
+		b2 = mmap(b, 2 * (size_t)page, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		CU_ASSERT_FATAL(b2 == b);
+	}
+	for (i = 0; i < 2; i++)
+		CU_ASSERT_EQUAL(rdmaxfer_req_free(list[i]), 0);
+	munmap(b, 2 * (size_t)page);
+	rdmaxfer_agent_destroy(a);
+}
+
 static const struct rc_test_case cases[] = {
 	{ "notif_slots_per_peer", test_notif_slots_per_peer },
 	{ "remote_bounds", test_remote_bounds },
@@ -1277,6 +1456,8 @@ static const struct rc_test_case cases[] = {
 	{ "never_posted_cancelled_singles", test_never_posted_cancelled_singles },
 	{ "chain_signals", test_chain_signals },
 	{ "lone_post", test_lone_post },
+	{ "post_list", test_post_list },
+	{ "post_list_remapped", test_post_list_remapped },
 	{ NULL, NULL },
 };
 

@@ -803,24 +803,21 @@ static long iters_for(void)
 	return is_lat(o.test) ? 1000 : 5000;
 }
 
-/* Post reqs[idx[0..n-1]] with one doorbell (RDMAXFER_POST_MORE). */
-static int post_batch(struct rdmaxfer_req **reqs, const unsigned int *idx,
-		      unsigned int n)
+/* Post the requests ready for their repost with one doorbell; one alone
+ * the direct way (--batch 1: one call fewer per message). */
+static int post_ready(struct rdmaxfer_req **ready, unsigned int n)
 {
-	unsigned int k;
-	int ret = 0;
-
-	for (k = 0; k < n && !ret; k++)
-		ret = rdmaxfer_req_post_flags(reqs[idx[k]], k + 1 < n ?
-					      RDMAXFER_POST_MORE : 0);
-	return ret;
+	if (n == 1)
+		return rdmaxfer_req_post_flags(ready[0], 0);
+	return rdmaxfer_req_post_list(ready, n, 0, NULL);
 }
 
 /*
  * Bandwidth at one size: o.window requests of o.post_list messages each,
  * reposted as they complete, oldest first (they complete in order on one
- * QP).  Completed requests are reposted o.batch at a time with one
- * doorbell, as perftest posts whole post lists; a partial batch goes only
+ * QP).  Completed requests are reposted o.batch at a time by one
+ * rdmaxfer_req_post_list() (one doorbell), as perftest posts whole post
+ * lists; a partial batch goes only
  * when fewer than o.batch requests are still in flight, so a window
  * smaller than a few batches never drains.
  * One timestamp per window's worth of completions gives the peak (the
@@ -833,8 +830,7 @@ static int bw_one(struct client *c, uint64_t size, long iters)
 						     RDMAXFER_OP_READ;
 	unsigned int w = o.window, l = o.post_list, i, nready = 0, nbatch;
 	long posts = (iters + l - 1) / l, posted = 0, completed = 0, batch = 0;
-	struct rdmaxfer_req **reqs;
-	unsigned int *ready;
+	struct rdmaxfer_req **reqs, **ready;
 	struct rdmaxfer_iov *iov;
 	struct rdmaxfer_desc *rd;
 	struct progress pg;
@@ -886,9 +882,9 @@ static int bw_one(struct client *c, uint64_t size, long iters)
 	t0 = now_ns();
 	tb = t0;
 	for (i = 0; i < w && posted < posts; i++, posted++) {
-		ready[nready++] = i;
+		ready[nready++] = reqs[i];
 		if (nready == nbatch || i + 1 == w) {
-			ret = post_batch(reqs, ready, nready);
+			ret = post_ready(ready, nready);
 			nready = 0;
 			if (ret)
 				goto fail;
@@ -902,7 +898,7 @@ static int bw_one(struct client *c, uint64_t size, long iters)
 			 * otherwise run short: fewer than a batch in flight */
 			if (nready &&
 			    posted - (long)nready - completed < (long)nbatch) {
-				ret = post_batch(reqs, ready, nready);
+				ret = post_ready(ready, nready);
 				nready = 0;
 				if (ret)
 					goto fail;
@@ -913,10 +909,10 @@ static int bw_one(struct client *c, uint64_t size, long iters)
 			goto fail;
 		completed++;
 		if (posted < posts) {
-			ready[nready++] = i;
+			ready[nready++] = reqs[i];
 			posted++;
 			if (nready == nbatch || posted == posts) {
-				ret = post_batch(reqs, ready, nready);
+				ret = post_ready(ready, nready);
 				nready = 0;
 				if (ret)
 					goto fail;

@@ -249,7 +249,6 @@ struct rdmaxfer_req {
 	struct ibv_sge *sges;
 	struct rx_slot *slots;
 	int *base_flags;
-	struct rx_part parts[RX_MAX_QPS];
 	unsigned int nparts;		/* parts[] used */
 	unsigned int unposted;		/* parts with WRs still to post */
 	uint32_t signals;		/* signalled WRs outstanding */
@@ -269,6 +268,11 @@ struct rdmaxfer_req {
 	/* a file request (file.c): its state is there, req->state stays
 	 * IDLE so the verbs paths never take it for one of theirs */
 	struct rx_file_req *file;
+
+	/* one per QP the request uses (xfer.c's req_alloc() makes room for
+	 * nparts of them, and its arrays above follow them in the same
+	 * block); none in a file request */
+	struct rx_part parts[];
 };
 
 struct rdmaxfer_mem {

@@ -1118,6 +1118,22 @@ static uint64_t chain_rule(int n, uint32_t interval)
 	return m;
 }
 
+/* A caller-mode client of one QP with this signal interval, its QP
+ * hooked (fault_install_on()). */
+static void hooked_client(uint32_t interval, struct rdmaxfer_agent **ap,
+			  struct rdmaxfer_peer **pp)
+{
+	struct rdmaxfer_agent_attr attr;
+
+	rdmaxfer_agent_attr_init(&attr);
+	attr.progress = RDMAXFER_PROGRESS_CALLER;
+	attr.signal_interval = interval;
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_agent_create(&attr, ap), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_connect(*ap, addr, srv_port, 10000, pp),
+			      0);
+	fault_install_on(*pp);
+}
+
 /*
  * One doorbell of N requests with a signal interval of 4: the chain has
  * one WR per pair, signalled every 4th and at its end, and every request
@@ -1131,20 +1147,13 @@ static uint64_t chain_rule(int n, uint32_t interval)
 static void test_chain_signals(void)
 {
 	enum { N = 11, LONG = 40 };
-	struct rdmaxfer_agent_attr attr;
 	struct rdmaxfer_agent *a;
 	struct rdmaxfer_peer *p;
 	struct xreq x[LONG];
 	unsigned int first[LONG];
 	int shape, i, wrs;
 
-	rdmaxfer_agent_attr_init(&attr);
-	attr.progress = RDMAXFER_PROGRESS_CALLER;
-	attr.signal_interval = 4;
-	CU_ASSERT_EQUAL_FATAL(rdmaxfer_agent_create(&attr, &a), 0);
-	CU_ASSERT_EQUAL_FATAL(rdmaxfer_connect(a, addr, srv_port, 10000, &p),
-			      0);
-	fault_install_on(p);
+	hooked_client(4, &a, &p);
 	for (shape = 0; shape < 2; shape++) {
 		xreq_singles = shape == 0;
 		memset(x, 0, sizeof(x));
@@ -1275,7 +1284,6 @@ static void test_lone_post(void)
 static void test_post_list(void)
 {
 	enum { N = 11 };
-	struct rdmaxfer_agent_attr attr;
 	struct rdmaxfer_agent *a, *a2;
 	struct rdmaxfer_peer *p, *p2;
 	struct rdmaxfer_req *list[N], *other;
@@ -1283,13 +1291,7 @@ static void test_post_list(void)
 	unsigned int first[N], posted;
 	int i, wrs;
 
-	rdmaxfer_agent_attr_init(&attr);
-	attr.progress = RDMAXFER_PROGRESS_CALLER;
-	attr.signal_interval = 4;
-	CU_ASSERT_EQUAL_FATAL(rdmaxfer_agent_create(&attr, &a), 0);
-	CU_ASSERT_EQUAL_FATAL(rdmaxfer_connect(a, addr, srv_port, 10000, &p),
-			      0);
-	fault_install_on(p);
+	hooked_client(4, &a, &p);
 	memset(x, 0, sizeof(x));
 	xreqs_prepare(x, N, p, first);
 	wrs = (int)(first[N - 1] + x[N - 1].np);

@@ -130,7 +130,7 @@ static inline struct rx_part *backlog_part(struct rx_list *n)
  * WR i of a chained part was posted: if it is signalled, its request and
  * the parts riding on it wait for its completion.
  */
-static void chain_posted(struct rx_part *part, uint32_t i)
+static inline void chain_posted(struct rx_part *part, uint32_t i)
 {
 	struct rx_part *r;
 

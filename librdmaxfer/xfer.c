@@ -1240,7 +1240,6 @@ int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 	struct rdmaxfer_peer *peer;
 	struct rdmaxfer_agent *agent;
 	bool regs_current;
-	unsigned int i;
 	int ret;
 
 	if (!req || (flags & ~RDMAXFER_POST_MORE))
@@ -1256,8 +1255,8 @@ int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 		rx_data_unlock(agent);
 		return ret;
 	}
-	/* one part (one QP), the common case, as the loops below do it: a
-	 * part with no doorbell held back (RDMAXFER_POST_MORE) would be a
+	/* one part (one QP), the common case, as the general path below
+	 * does it: a part with no doorbell held back (RDMAXFER_POST_MORE) would be a
 	 * chain of its own, so it may go out alone */
 	if (req->nparts == 1) {
 		struct rx_part *part = &req->parts[0];
@@ -1275,15 +1274,11 @@ int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 		rx_data_unlock(agent);
 		return 0;
 	}
-	if (flags & RDMAXFER_POST_MORE) {
-		req_queue_deferred(req);
-	} else {
-		for (i = 0; i < req->nparts; i++)
-			enqueue_part(&req->parts[i]);
+	/* every QP of the request is deferred: one flush rings them all,
+	 * after the doorbells held before */
+	req_queue_deferred(req);
+	if (!(flags & RDMAXFER_POST_MORE))
 		rx_flush_deferred(agent);
-		for (i = 0; i < req->nparts; i++)
-			rx_flush_backlog(&peer->qps[req->parts[i].qp]);
-	}
 	rx_data_unlock(agent);
 	return 0;
 }

@@ -817,9 +817,8 @@ static int post_ready(struct rdmaxfer_req **ready, unsigned int n)
  * reposted as they complete, oldest first (they complete in order on one
  * QP).  Completed requests are reposted o.batch at a time by one
  * rdmaxfer_req_post_list() (one doorbell), as perftest posts whole post
- * lists; a partial batch goes only
- * when fewer than o.batch requests are still in flight, so a window
- * smaller than a few batches never drains.
+ * lists; a partial batch goes only when fewer than o.batch requests are
+ * still in flight, so a window smaller than a few batches never drains.
  * One timestamp per window's worth of completions gives the peak (the
  * best window that ends before the last post); the average covers first
  * post to last completion.

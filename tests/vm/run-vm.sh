@@ -158,7 +158,8 @@ boot_qemu()
 # kernels.sh for the likeliest cause).  A guest whose init has shown
 # neither sign within VM_BOOT_TIMEOUT is killed and booted once more,
 # loudly; a second silent boot fails the suite.  So is a guest whose
-# kernel panicked before its init came up (rc_early_panic).  Nothing of
+# kernel panicked before its init came up (rc_early_panic), up to three
+# boots.  Nothing of
 # ours has run by then but the initramfs, which prints "rc-initramfs:
 # started" first.
 tries=0
@@ -197,7 +198,8 @@ while :; do
 	qrc=$?
 	qpid=
 	# a kernel panic before our init came up: nothing of ours ran yet
-	if rc_early_panic "$rundir" && [ "$tries" -lt 2 ]; then
+	# (twice in a row once in CI: three boots for this one)
+	if rc_early_panic "$rundir" && [ "$tries" -lt 3 ]; then
 		cp "$rundir/console.log" "$rundir/console-panic$tries.log" 2>/dev/null
 		echo "# warning: boot $tries: the kernel panicked before the guest's init came up (console: $rundir/console-panic$tries.log): $(rc_panic_line "$rundir")"
 		echo "# warning: booting $suite@$kernel once more"

@@ -195,9 +195,14 @@ int rdmaxfer_ring_create_samples(struct rdmaxfer_agent *agent,
 RX_EXPORT
 int rdmaxfer_ring_destroy(struct rdmaxfer_ring *ring)
 {
+	bool has_fn;
+
 	if (!ring)
 		return -EINVAL;
-	if (ring->fn || ring->sfn)
+	pthread_mutex_lock(&ring->lock);
+	has_fn = ring->fn || ring->sfn;
+	pthread_mutex_unlock(&ring->lock);
+	if (has_fn)
 		rdmaxfer_set_notif_cb(ring->agent, NULL, NULL);
 	if (ring->slots_mem)
 		rdmaxfer_mem_deregister(ring->slots_mem);
@@ -326,17 +331,21 @@ static int ring_take(struct rdmaxfer_ring *ring, uint32_t imm,
 static void ring_cb(void *user, const struct rdmaxfer_notif *n)
 {
 	struct rdmaxfer_ring *ring = user;
-	/* the user's callback may take itself away (ring->fn NULL) while
-	 * the record it was given is followed by a grain already taken */
-	rdmaxfer_ring_fn fn = ring->fn;
-	void *fn_user = ring->user;
 	struct rdmaxfer_grain g;
+	rdmaxfer_ring_fn fn;
+	void *fn_user;
 	int ret;
 
 	if (n->type != RDMAXFER_NOTIF_IMM)
 		return;
+	/* the pair as one (ring_set_fn()): this call uses it throughout,
+	 * though the user's callback may take itself away or replace itself
+	 * while the record it was given is followed by a grain already
+	 * taken */
 	pthread_mutex_lock(&ring->lock);
-	ret = ring_take(ring, n->value, &g);
+	fn = ring->fn;
+	fn_user = ring->user;
+	ret = fn ? ring_take(ring, n->value, &g) : -ENOENT;
 	pthread_mutex_unlock(&ring->lock);
 	if (ret == -EOVERFLOW) {
 		/* the record (data NULL), then the grain after the gap */
@@ -390,9 +399,13 @@ int rdmaxfer_ring_wait(struct rdmaxfer_ring *ring, int timeout_ms,
 	uint32_t imm;
 	int ret;
 
-	if (!ring || !grain || ring->fn || ring->channels)
+	if (!ring || !grain || ring->channels)
 		return -EINVAL;
 	pthread_mutex_lock(&ring->lock);
+	if (ring->fn) {
+		pthread_mutex_unlock(&ring->lock);
+		return -EINVAL;
+	}
 	if (ring->has_pending) {
 		ring->has_pending = false;
 		ret = ring_take(ring, ring->pending, grain);
@@ -452,8 +465,13 @@ int rdmaxfer_ring_wait_samples(struct rdmaxfer_ring *ring, int timeout_ms,
 	uint32_t imm;
 	int ret;
 
-	if (!ring || !s || !ring->channels || ring->sfn)
+	if (!ring || !s || !ring->channels)
 		return -EINVAL;
+	pthread_mutex_lock(&ring->lock);
+	ret = ring->sfn ? -EINVAL : 0;
+	pthread_mutex_unlock(&ring->lock);
+	if (ret)
+		return ret;
 	ret = ring_next_imm(ring, timeout_ms, &imm);
 	if (ret)
 		return ret;
@@ -467,18 +485,40 @@ static void ring_samples_cb(void *user, const struct rdmaxfer_notif *n)
 {
 	struct rdmaxfer_ring *ring = user;
 	struct rdmaxfer_samples s;
+	rdmaxfer_ring_samples_fn sfn;
+	void *sfn_user;
 
 	if (n->type != RDMAXFER_NOTIF_IMM)
 		return;
-	if (!samples_take(ring, n->value, &s))
-		ring->sfn(ring->user, &s);
+	/* the pair as one (ring_set_fn()) */
+	pthread_mutex_lock(&ring->lock);
+	sfn = ring->sfn;
+	sfn_user = ring->user;
+	pthread_mutex_unlock(&ring->lock);
+	if (sfn && !samples_take(ring, n->value, &s))
+		sfn(sfn_user, &s);
+}
+
+/* Lock not held: the ring's callback and its user, as one. */
+static void ring_store_fn(struct rdmaxfer_ring *ring, rdmaxfer_ring_fn fn,
+			  rdmaxfer_ring_samples_fn sfn, void *user)
+{
+	pthread_mutex_lock(&ring->lock);
+	ring->fn = fn;
+	ring->sfn = sfn;
+	ring->user = user;
+	pthread_mutex_unlock(&ring->lock);
 }
 
 /*
  * The ring's callback, fn for grains or sfn for samples, both NULL to
  * take it away.  Taking it away asks the agent first, which waits for
  * a callback that is running (rdmaxfer_set_notif_cb()): only then may
- * the ring's pointer go.
+ * the ring's pointer go.  A replacement is stored with its user under
+ * the ring's lock, where the callbacks read the pair, so no call pairs
+ * one callback with the other's user; the agent then waits for a call
+ * that started with the old pair, so none runs once this returns
+ * (unless this is that call).
  */
 static int ring_set_fn(struct rdmaxfer_ring *ring, rdmaxfer_ring_fn fn,
 		       rdmaxfer_ring_samples_fn sfn, void *user)
@@ -487,21 +527,15 @@ static int ring_set_fn(struct rdmaxfer_ring *ring, rdmaxfer_ring_fn fn,
 
 	if (!fn && !sfn) {
 		ret = rdmaxfer_set_notif_cb(ring->agent, NULL, NULL);
-		if (!ret) {
-			ring->fn = NULL;
-			ring->sfn = NULL;
-		}
+		if (!ret)
+			ring_store_fn(ring, NULL, NULL, NULL);
 		return ret;
 	}
-	ring->fn = fn;
-	ring->sfn = sfn;
-	ring->user = user;
+	ring_store_fn(ring, fn, sfn, user);
 	ret = rdmaxfer_set_notif_cb(ring->agent,
 				    fn ? ring_cb : ring_samples_cb, ring);
-	if (ret) {
-		ring->fn = NULL;
-		ring->sfn = NULL;
-	}
+	if (ret)
+		ring_store_fn(ring, NULL, NULL, NULL);
 	return ret;
 }
 

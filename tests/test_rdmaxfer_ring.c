@@ -7,7 +7,7 @@
  * in order, over many laps; credits hold a writer back from a slow target
  * (-EAGAIN, -ETIMEDOUT, then blocking until released) with the unreleased
  * slot intact; completions by blocking wait, non-blocking poll and
- * callback; a grain over the port's max message size (split by the
+ * callback, and a callback replaced while it runs; a grain over the port's max message size (split by the
  * library, immediate on the last piece); a doorbell batch; fan-out to two
  * targets; bad input; and a target killed mid-stream (an error within a
  * bound).  1.7: the continuous flavour (two channel planes, writes of
@@ -306,6 +306,152 @@ static void test_callback(void)
 	CU_ASSERT_EQUAL(rdmaxfer_ring_detach(w), 0);
 	rdmaxfer_agent_destroy(a);
 	target_close(&t);
+	pthread_mutex_destroy(&s.lock);
+}
+
+/*
+ * A grain callback replaced by another, with a user of its own, while
+ * the first is running: rdmaxfer_ring_set_cb() must not return before
+ * that call has, and every grain after it must reach the new callback
+ * with the new user.  Callback A holds grain 0 until the main thread has
+ * called set_cb(B), then 200 ms more; then it checks that set_cb() has
+ * not returned yet.  (The pair is stored and read under the ring's lock,
+ * so no call can mix one callback with the other's user; that interleaving
+ * is too narrow to provoke here.)
+ */
+struct swap_state;
+
+struct swap_user {
+	int tag;
+	struct swap_state *st;
+};
+
+struct swap_state {
+	struct rdmaxfer_ring *ring;
+	struct swap_user users[2];
+	size_t len;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool inside, swapping, returned;
+	uint64_t seen, bad, mixed, early, calls[2];
+};
+
+static void on_swap(int me, void *user, const struct rdmaxfer_grain *g)
+{
+	struct swap_user *u = user;
+	struct swap_state *s = u->st;
+	struct timespec ts;
+
+	pthread_mutex_lock(&s->lock);
+	if (u->tag != me)
+		s->mixed++;
+	if (g->index != s->seen || !grain_ok(g->data, s->len, g->index) ||
+	    rdmaxfer_ring_release(s->ring, g->index))
+		s->bad++;
+	s->seen++;
+	s->calls[me]++;
+	if (me == 0 && g->index == 0) {
+		s->inside = true;
+		pthread_cond_broadcast(&s->cond);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += WAIT_MS / 1000;
+		while (!s->swapping &&
+		       !pthread_cond_timedwait(&s->cond, &s->lock, &ts))
+			;
+		pthread_mutex_unlock(&s->lock);
+		usleep(200000);
+		pthread_mutex_lock(&s->lock);
+		if (s->returned)
+			s->early++;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void on_swap_a(void *user, const struct rdmaxfer_grain *g)
+{
+	on_swap(0, user, g);
+}
+
+static void on_swap_b(void *user, const struct rdmaxfer_grain *g)
+{
+	on_swap(1, user, g);
+}
+
+static void test_callback_replace(void)
+{
+	const size_t slot = 256;
+	const uint64_t n = 40;
+	struct rdmaxfer_ring_writer *w;
+	struct rdmaxfer_agent *a;
+	struct swap_state s;
+	struct timespec ts;
+	struct target t;
+	uint8_t src[256];
+	uint64_t seen = 0;
+	double t0;
+	int ret;
+
+	CU_ASSERT_FATAL(target_open(4, slot, &t) == 0);
+	memset(&s, 0, sizeof(s));
+	s.ring = t.ring;
+	s.len = slot;
+	s.users[0].tag = 0;
+	s.users[0].st = &s;
+	s.users[1].tag = 1;
+	s.users[1].st = &s;
+	pthread_mutex_init(&s.lock, NULL);
+	pthread_cond_init(&s.cond, NULL);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_set_cb(t.ring, on_swap_a,
+						   &s.users[0]), 0);
+	a = initiator();
+	CU_ASSERT_FATAL(a != NULL);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_attach(a, &t.info, WAIT_MS, &w),
+			      0);
+	put_seq(w, 0, 1, src, slot);
+	/* A holds grain 0: replace it now */
+	pthread_mutex_lock(&s.lock);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += WAIT_MS / 1000;
+	while (!s.inside && !pthread_cond_timedwait(&s.cond, &s.lock, &ts))
+		;
+	CU_ASSERT_FATAL(s.inside);
+	s.swapping = true;
+	pthread_cond_broadcast(&s.cond);
+	pthread_mutex_unlock(&s.lock);
+	t0 = now_s();
+	ret = rdmaxfer_ring_set_cb(t.ring, on_swap_b, &s.users[1]);
+	rc_diag("set_cb took %.3f s", now_s() - t0);
+	pthread_mutex_lock(&s.lock);
+	s.returned = true;
+	pthread_mutex_unlock(&s.lock);
+	CU_ASSERT_EQUAL(ret, 0);
+	put_seq(w, 1, n, src, slot);
+	t0 = now_s();
+	while (now_s() - t0 < WAIT_MS / 1000.0) {
+		pthread_mutex_lock(&s.lock);
+		seen = s.seen;
+		pthread_mutex_unlock(&s.lock);
+		if (seen == n)
+			break;
+		usleep(1000);
+	}
+	CU_ASSERT_EQUAL(rdmaxfer_ring_set_cb(t.ring, NULL, NULL), 0);
+	pthread_mutex_lock(&s.lock);
+	rc_diag("%llu grains: %llu to A, %llu to B; %llu seen after set_cb() returned, %llu with the other's user",
+		(unsigned long long)s.seen, (unsigned long long)s.calls[0],
+		(unsigned long long)s.calls[1], (unsigned long long)s.early,
+		(unsigned long long)s.mixed);
+	CU_ASSERT_EQUAL(s.seen, n);
+	CU_ASSERT_EQUAL(s.bad, 0);
+	CU_ASSERT_EQUAL(s.mixed, 0);
+	CU_ASSERT_EQUAL(s.early, 0);
+	CU_ASSERT_EQUAL(s.calls[0], 1);
+	CU_ASSERT_EQUAL(s.calls[1], n - 1);
+	pthread_mutex_unlock(&s.lock);
+	CU_ASSERT_EQUAL(rdmaxfer_ring_detach(w), 0);
+	rdmaxfer_agent_destroy(a);
+	target_close(&t);
+	pthread_cond_destroy(&s.cond);
 	pthread_mutex_destroy(&s.lock);
 }
 
@@ -953,6 +1099,7 @@ static const struct rc_test_case cases[] = {
 	{ "order_wrap_nonblocking", test_order_wrap_nonblocking },
 	{ "slow_consumer_credits", test_slow_consumer_credits },
 	{ "callback", test_callback },
+	{ "callback_replace", test_callback_replace },
 	{ "split_grain", test_split_grain },
 	{ "batch_and_fanout", test_batch_and_fanout },
 	{ "info_and_bad_input", test_info_and_bad_input },

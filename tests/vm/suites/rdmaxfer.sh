@@ -29,6 +29,13 @@ rc_run "rdmaxfer (uffd monitor)" timeout 400 env REGCACHE_MONITOR=uffd "$prog"
 # stalled), so it runs on both kernels again.
 rc_run "rdmaxfer access (uffd monitor)" timeout 400 \
 	env REGCACHE_MONITOR=uffd "$access"
+# a ring callback replaced while it runs: the ring suite runs it too, but
+# only here does a sanitizer tree run it (TSan over the store and the
+# reads of the callback and its user, and the wait for the running call)
+[ "${RC_SANITIZERS:-no}" = no ] ||
+	rc_run "rdmaxfer ring callback replaced" timeout 120 \
+		env REGCACHE_MONITOR=uffd "$RC_BUILDDIR/tests/test_rdmaxfer_ring" \
+		rdmaxfer_ring/callback_replace
 rc_run "rdmaxfer checks" timeout 240 env REGCACHE_MONITOR=uffd \
 	"$RC_BUILDDIR/tests/test_rdmaxfer_checks"
 rc_run "rdmaxfer single thread (uffd monitor)" timeout 120 \

@@ -245,8 +245,15 @@ int rdmaxfer_connect_md(struct rdmaxfer_agent *agent, const void *blob,
 int rdmaxfer_peer_reconnect(struct rdmaxfer_peer *peer, int timeout_ms);
 
 /* Disconnect and free a peer.  Requests prepared on it must be freed first
- * (-EBUSY otherwise). */
+ * (-EBUSY otherwise).  What is still in flight is dropped: flush first. */
 int rdmaxfer_peer_destroy(struct rdmaxfer_peer *peer);
+
+/*
+ * Wait until everything posted to the peer (messages, requests) has
+ * completed, up to timeout_ms (-1: no limit): 0, the peer's error if it
+ * failed, -ENOTCONN if it is not connected, -ETIMEDOUT.
+ */
+int rdmaxfer_peer_flush(struct rdmaxfer_peer *peer, int timeout_ms);
 
 enum rdmaxfer_peer_state rdmaxfer_peer_state(const struct rdmaxfer_peer *peer);
 /* The remote agent's id (rdmaxfer_agent_info.agent_id on its side). */

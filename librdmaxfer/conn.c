@@ -1052,6 +1052,67 @@ int rdmaxfer_peer_destroy(struct rdmaxfer_peer *peer)
 	return 0;
 }
 
+/* Lock held: nothing of the peer's is posted and not yet complete, and
+ * nothing waits for send-queue room or for its doorbell. */
+static bool peer_idle(const struct rdmaxfer_peer *peer)
+{
+	unsigned int i;
+
+	for (i = 0; i < peer->nqps; i++) {
+		const struct rx_qp *q = &peer->qps[i];
+
+		if (q->qp && (q->sq_used || !rx_list_empty(&q->backlog)))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Wait until every work request posted to the peer (notification
+ * messages, requests, their queued parts) has completed: 0, or the
+ * peer's error when it failed (what was in flight may not have arrived),
+ * -ENOTCONN when it never connected or was disconnected, -ETIMEDOUT.
+ */
+RX_EXPORT
+int rdmaxfer_peer_flush(struct rdmaxfer_peer *peer, int timeout_ms)
+{
+	int64_t deadline = rx_deadline(timeout_ms);
+	struct rdmaxfer_agent *agent;
+	int ret;
+
+	if (!peer)
+		return -EINVAL;
+	agent = peer->agent;
+	pthread_mutex_lock(&agent->lock);
+	/* held doorbells (RDMAXFER_POST_MORE) go out first */
+	rx_ring_deferred(agent);
+	for (;;) {
+		if (!agent->thread_running)
+			rx_progress_locked(agent);
+		if (peer->state == RDMAXFER_PEER_ERROR) {
+			ret = peer->error ? peer->error : -ECONNRESET;
+			break;
+		}
+		if (peer->state == RDMAXFER_PEER_DISCONNECTED ||
+		    (peer->state == RDMAXFER_PEER_CONNECTING &&
+		     !peer->qps[0].established)) {
+			ret = -ENOTCONN;
+			break;
+		}
+		if (peer_idle(peer)) {
+			ret = 0;
+			break;
+		}
+		ret = rx_block(agent, deadline);
+		if (ret)
+			break;
+	}
+	pthread_mutex_unlock(&agent->lock);
+	if (agent->notif_fn)
+		rx_deliver_notifs(agent);
+	return ret;
+}
+
 /* The progress thread changes a peer's state and error under the agent
  * lock: the accessors read them under it. */
 RX_EXPORT

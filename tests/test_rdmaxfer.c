@@ -925,6 +925,112 @@ static void test_caller_mode_both(void)
 }
 
 /*
+ * rdmaxfer_peer_flush(): a burst of messages, then a flush, then the
+ * sender's peer destroyed at once; every message must still arrive, in
+ * order and whole (destroy alone may drop the last ones: rdmaxfer_notif(3)
+ * BUGS).  A WRITE held by RDMAXFER_POST_MORE is rung by the flush and
+ * complete when it returns.  Then the bad cases: NULL, and the accepting
+ * side's peer once the connector is gone (not connected, or failed).
+ */
+static void test_peer_flush(void)
+{
+	enum { N = 40 };
+	struct rdmaxfer_agent *a, *b;
+	struct rdmaxfer_peer *pa = NULL;
+	struct rdmaxfer_notif *n = calloc(N + 4, sizeof(*n));
+	uint8_t *buf = calloc(1, 8192);
+	struct rdmaxfer_iov iov = { cli_buf, 8192 };
+	struct rdmaxfer_req *req = NULL;
+	struct rdmaxfer_mem *m;
+	struct rdmaxfer_desc d;
+	struct conn_arg c;
+	char msg[RDMAXFER_NOTIF_MSG_MAX];
+	int i, got = 0, ret;
+	pthread_t th;
+	double t0;
+
+	CU_ASSERT_FATAL(n && buf);
+	CU_ASSERT_EQUAL(rdmaxfer_peer_flush(NULL, 0), -EINVAL);
+	CU_ASSERT_EQUAL_FATAL(new_agent(RDMAXFER_PROGRESS_CALLER, 1, &a), 0);
+	CU_ASSERT_EQUAL_FATAL(new_agent(RDMAXFER_PROGRESS_CALLER, 1, &b), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_listen(a, addr, 0), 0);
+	c.agent = b;
+	c.ret = -1;
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_listen_port(a, &c.port), 0);
+	pthread_create(&th, NULL, connect_thread, &c);
+	CU_ASSERT_EQUAL(rdmaxfer_accept(a, 15000, &pa), 0);
+	pthread_join(th, NULL);
+	CU_ASSERT_EQUAL_FATAL(c.ret, 0);
+	CU_ASSERT_FATAL(pa != NULL);
+	/* nothing posted yet: flushed at once */
+	CU_ASSERT_EQUAL(rdmaxfer_peer_flush(c.peer, 0), 0);
+
+	/* a WRITE whose doorbell is held: the flush rings and waits */
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_register(a, buf, 8192,
+						    RDMAXFER_MEM_HOST, &m), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_mem_desc(m, 0, 0, &d), 0);
+	fill(cli_buf, 8192, 77);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_xfer_prepare(c.peer, RDMAXFER_OP_WRITE,
+						    &iov, 1, &d, 1, NULL, &req),
+			      0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post_flags(req, RDMAXFER_POST_MORE), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_peer_flush(c.peer, WAIT_MS), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_test(req), 0);
+	CU_ASSERT_EQUAL(first_bad(buf, 8192, 77), 8192);
+	CU_ASSERT_EQUAL(rdmaxfer_req_free(req), 0);
+
+	/* messages, a flush, and the peer gone at once */
+	for (i = 0; i < N; i++) {
+		memset(msg, 'a' + i % 26, sizeof(msg));
+		do {
+			ret = rdmaxfer_notif_send(c.peer, 5000 + i, msg,
+						  sizeof(msg));
+			if (ret == -EAGAIN)
+				rdmaxfer_progress(b);
+		} while (ret == -EAGAIN);
+		CU_ASSERT_EQUAL(ret, 0);
+	}
+	CU_ASSERT_EQUAL(rdmaxfer_peer_flush(c.peer, WAIT_MS), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_peer_destroy(c.peer), 0);
+	while (got < N) {
+		ret = rdmaxfer_wait_notifs(a, n + got, N + 4 - got, WAIT_MS);
+		if (ret <= 0)
+			break;
+		got += ret;
+	}
+	rc_diag("%d of %d messages after flush and destroy", got, N);
+	CU_ASSERT_EQUAL(got, N);
+	for (i = 0; i < got && i < N; i++) {
+		memset(msg, 'a' + i % 26, sizeof(msg));
+		if (n[i].value != (uint32_t)(5000 + i) ||
+		    n[i].type != RDMAXFER_NOTIF_MSG || n[i].len != sizeof(msg) ||
+		    memcmp(n[i].data, msg, sizeof(msg))) {
+			CU_FAIL("message order or content");
+			rc_diag("message %d: value %u", i, n[i].value);
+			break;
+		}
+	}
+
+	/* the connector is gone: the acceptor's peer leaves CONNECTED, and
+	 * a flush says so instead of waiting */
+	t0 = now_s();
+	while (rdmaxfer_peer_state(pa) == RDMAXFER_PEER_CONNECTED &&
+	       now_s() - t0 < WAIT_MS / 1000.0) {
+		rdmaxfer_progress(a);
+		usleep(1000);
+	}
+	CU_ASSERT_NOT_EQUAL(rdmaxfer_peer_state(pa), RDMAXFER_PEER_CONNECTED);
+	ret = rdmaxfer_peer_flush(pa, WAIT_MS);
+	rc_diag("flush of a peer whose remote left: %s", rdmaxfer_strerror(ret));
+	CU_ASSERT(ret < 0 && ret != -ETIMEDOUT && ret != -EINVAL);
+	CU_ASSERT_EQUAL(rdmaxfer_mem_deregister(m), 0);
+	rdmaxfer_agent_destroy(b);
+	rdmaxfer_agent_destroy(a);
+	free(buf);
+	free(n);
+}
+
+/*
  * RDMAXFER_POST_MORE: requests posted with the flag queue their work
  * requests and hold the doorbell; the next post without it (or the next
  * test, wait or progress call of the agent) posts everything held for a
@@ -1494,6 +1600,7 @@ static const struct rc_test_case cases[] = {
 	{ "post_more_error_in_chain", test_post_more_error_in_chain },
 	{ "error_killed_peer", test_killed_peer },
 	{ "caller_mode_both_sides", test_caller_mode_both },
+	{ "peer_flush", test_peer_flush },
 	{ NULL, NULL },
 };
 

@@ -874,6 +874,28 @@ static void *connect_thread(void *p)
 	return NULL;
 }
 
+/* Two caller-mode agents, a listening and b connected to it with
+ * b_qps QPs: *pa is a's peer, c->peer b's.  Fatal on failure. */
+static void caller_pair(uint32_t b_qps, struct rdmaxfer_agent **a,
+			struct rdmaxfer_agent **b, struct rdmaxfer_peer **pa,
+			struct conn_arg *c)
+{
+	pthread_t th;
+
+	CU_ASSERT_EQUAL_FATAL(new_agent(RDMAXFER_PROGRESS_CALLER, 1, a), 0);
+	CU_ASSERT_EQUAL_FATAL(new_agent(RDMAXFER_PROGRESS_CALLER, b_qps, b),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_listen(*a, addr, 0), 0);
+	c->agent = *b;
+	c->ret = -1;
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_listen_port(*a, &c->port), 0);
+	pthread_create(&th, NULL, connect_thread, c);
+	CU_ASSERT_EQUAL(rdmaxfer_accept(*a, 15000, pa), 0);
+	pthread_join(th, NULL);
+	CU_ASSERT_EQUAL_FATAL(c->ret, 0);
+	CU_ASSERT_FATAL(*pa != NULL);
+}
+
 /* Both sides caller-driven: accept and wait_notifs drive the acceptor,
  * the striped WRITE (3 QPs) carries a deferred notification. */
 static void test_caller_mode_both(void)
@@ -887,20 +909,10 @@ static void test_caller_mode_both(void)
 	struct rdmaxfer_notif *n = calloc(4, sizeof(*n));
 	uint8_t *buf = calloc(1, 300001);
 	struct conn_arg c;
-	pthread_t th;
 	int ret;
 
 	CU_ASSERT_FATAL(n && buf);
-	CU_ASSERT_EQUAL_FATAL(new_agent(RDMAXFER_PROGRESS_CALLER, 1, &a), 0);
-	CU_ASSERT_EQUAL_FATAL(new_agent(RDMAXFER_PROGRESS_CALLER, 3, &b), 0);
-	CU_ASSERT_EQUAL_FATAL(rdmaxfer_listen(a, addr, 0), 0);
-	c.agent = b;
-	c.ret = -1;
-	CU_ASSERT_EQUAL_FATAL(rdmaxfer_listen_port(a, &c.port), 0);
-	pthread_create(&th, NULL, connect_thread, &c);
-	CU_ASSERT_EQUAL(rdmaxfer_accept(a, 15000, &pa), 0);
-	pthread_join(th, NULL);
-	CU_ASSERT_EQUAL_FATAL(c.ret, 0);
+	caller_pair(3, &a, &b, &pa, &c);
 	CU_ASSERT_EQUAL(rdmaxfer_accept(a, 0, &pa), -ETIMEDOUT);
 	ret = rdmaxfer_mem_register(a, buf, 300001, RDMAXFER_MEM_HOST, &m);
 	if (ret)
@@ -946,22 +958,11 @@ static void test_peer_flush(void)
 	struct conn_arg c;
 	char msg[RDMAXFER_NOTIF_MSG_MAX];
 	int i, got = 0, ret;
-	pthread_t th;
 	double t0;
 
 	CU_ASSERT_FATAL(n && buf);
 	CU_ASSERT_EQUAL(rdmaxfer_peer_flush(NULL, 0), -EINVAL);
-	CU_ASSERT_EQUAL_FATAL(new_agent(RDMAXFER_PROGRESS_CALLER, 1, &a), 0);
-	CU_ASSERT_EQUAL_FATAL(new_agent(RDMAXFER_PROGRESS_CALLER, 1, &b), 0);
-	CU_ASSERT_EQUAL_FATAL(rdmaxfer_listen(a, addr, 0), 0);
-	c.agent = b;
-	c.ret = -1;
-	CU_ASSERT_EQUAL_FATAL(rdmaxfer_listen_port(a, &c.port), 0);
-	pthread_create(&th, NULL, connect_thread, &c);
-	CU_ASSERT_EQUAL(rdmaxfer_accept(a, 15000, &pa), 0);
-	pthread_join(th, NULL);
-	CU_ASSERT_EQUAL_FATAL(c.ret, 0);
-	CU_ASSERT_FATAL(pa != NULL);
+	caller_pair(1, &a, &b, &pa, &c);
 	/* nothing posted yet: flushed at once */
 	CU_ASSERT_EQUAL(rdmaxfer_peer_flush(c.peer, 0), 0);
 

@@ -1093,9 +1093,7 @@ int rdmaxfer_peer_flush(struct rdmaxfer_peer *peer, int timeout_ms)
 			ret = peer->error ? peer->error : -ECONNRESET;
 			break;
 		}
-		if (peer->state == RDMAXFER_PEER_DISCONNECTED ||
-		    (peer->state == RDMAXFER_PEER_CONNECTING &&
-		     !peer->qps[0].established)) {
+		if (!rx_peer_sendable(peer)) {
 			ret = -ENOTCONN;
 			break;
 		}

@@ -500,6 +500,20 @@ static inline void rx_data_unlock(struct rdmaxfer_agent *agent)
 		pthread_mutex_unlock(&agent->lock);
 }
 
+/*
+ * Lock held: the peer can take work (notifications, rdmaxfer_peer_flush()).
+ * Notifications use QP 0 only, so QP 0 being up is enough: a reply to a
+ * peer's first message may come before the ESTABLISHED events of its
+ * other QPs (see rx_qp_comm_est()).
+ */
+static inline bool rx_peer_sendable(const struct rdmaxfer_peer *peer)
+{
+	return peer->qps[0].qp &&
+	       (peer->state == RDMAXFER_PEER_CONNECTED ||
+		(peer->state == RDMAXFER_PEER_CONNECTING &&
+		 peer->qps[0].established));
+}
+
 /* Lock held: ring held doorbells, if any (test, wait and progress). */
 static inline void rx_ring_deferred(struct rdmaxfer_agent *agent)
 {

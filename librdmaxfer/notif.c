@@ -191,19 +191,6 @@ void rx_send_slot_done(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
 	}
 }
 
-/*
- * Lock held.  Notifications use QP 0 only, so QP 0 being up is enough: a
- * reply to a peer's first message may come before the ESTABLISHED events
- * of its other QPs (see rx_qp_comm_est()).
- */
-static bool peer_sendable(const struct rdmaxfer_peer *peer)
-{
-	return peer->qps[0].qp &&
-	       (peer->state == RDMAXFER_PEER_CONNECTED ||
-		(peer->state == RDMAXFER_PEER_CONNECTING &&
-		 peer->qps[0].established));
-}
-
 /* Lock held: a send slot is free and QP 0 can take a WR without
  * overtaking a queued request. */
 static bool can_send(struct rdmaxfer_peer *peer, struct rx_notif_slots *s)
@@ -233,7 +220,7 @@ int rdmaxfer_notif_send(struct rdmaxfer_peer *peer, uint32_t value,
 		return -EMSGSIZE;
 	agent = peer->agent;
 	pthread_mutex_lock(&agent->lock);
-	if (!peer_sendable(peer)) {
+	if (!rx_peer_sendable(peer)) {
 		ret = -ENOTCONN;
 		goto unlock;
 	}
@@ -245,7 +232,7 @@ int rdmaxfer_notif_send(struct rdmaxfer_peer *peer, uint32_t value,
 		if (!agent->thread_running)
 			rx_progress_locked(agent);
 		/* the progress call may have failed the peer */
-		if (!peer_sendable(peer)) {
+		if (!rx_peer_sendable(peer)) {
 			ret = -ENOTCONN;
 			goto unlock;
 		}

@@ -65,6 +65,24 @@ static void target_close(struct target *t)
 		rdmaxfer_agent_destroy(t->agent);
 }
 
+/* Wait up to WAIT_MS for a count that callbacks raise under lock to
+ * reach want; its last value. */
+static uint64_t wait_count(pthread_mutex_t *lock, const uint64_t *count,
+			   uint64_t want)
+{
+	double t0 = now_s();
+	uint64_t v;
+
+	for (;;) {
+		pthread_mutex_lock(lock);
+		v = *count;
+		pthread_mutex_unlock(lock);
+		if (v == want || now_s() - t0 >= WAIT_MS / 1000.0)
+			return v;
+		usleep(1000);
+	}
+}
+
 static bool grain_ok(const uint8_t *p, size_t len, uint64_t index)
 {
 	size_t i;
@@ -274,7 +292,6 @@ static void test_callback(void)
 	struct target t;
 	uint8_t src[8192];
 	uint64_t seen = 0;
-	double t0;
 
 	CU_ASSERT_FATAL(target_open(2, slot, &t) == 0);
 	memset(&s, 0, sizeof(s));
@@ -291,15 +308,7 @@ static void test_callback(void)
 	CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_attach(a, &t.info, WAIT_MS, &w),
 			      0);
 	put_seq(w, 0, 12, src, slot);
-	t0 = now_s();
-	while (now_s() - t0 < WAIT_MS / 1000.0) {
-		pthread_mutex_lock(&s.lock);
-		seen = s.seen;
-		pthread_mutex_unlock(&s.lock);
-		if (seen == 12)
-			break;
-		usleep(1000);
-	}
+	seen = wait_count(&s.lock, &s.seen, 12);
 	CU_ASSERT_EQUAL(seen, 12);
 	CU_ASSERT_EQUAL(s.bad, 0);
 	CU_ASSERT_EQUAL(rdmaxfer_ring_set_cb(t.ring, NULL, NULL), 0);
@@ -387,7 +396,6 @@ static void test_callback_replace(void)
 	struct timespec ts;
 	struct target t;
 	uint8_t src[256];
-	uint64_t seen = 0;
 	double t0;
 	int ret;
 
@@ -426,15 +434,7 @@ static void test_callback_replace(void)
 	pthread_mutex_unlock(&s.lock);
 	CU_ASSERT_EQUAL(ret, 0);
 	put_seq(w, 1, n, src, slot);
-	t0 = now_s();
-	while (now_s() - t0 < WAIT_MS / 1000.0) {
-		pthread_mutex_lock(&s.lock);
-		seen = s.seen;
-		pthread_mutex_unlock(&s.lock);
-		if (seen == n)
-			break;
-		usleep(1000);
-	}
+	wait_count(&s.lock, &s.seen, n);
 	CU_ASSERT_EQUAL(rdmaxfer_ring_set_cb(t.ring, NULL, NULL), 0);
 	pthread_mutex_lock(&s.lock);
 	rc_diag("%llu grains: %llu to A, %llu to B; %llu seen after set_cb() returned, %llu with the other's user",
@@ -921,7 +921,6 @@ static void test_samples_callback(void)
 	struct target t;
 	uint32_t *buf[RING_S_CHANNELS], c, n;
 	uint64_t head = 0, taken = 0;
-	double t0;
 	int i;
 
 	memset(&t, 0, sizeof(t));
@@ -961,15 +960,7 @@ static void test_samples_callback(void)
 		CU_ASSERT_EQUAL_FATAL(rdmaxfer_ring_flush(w, WAIT_MS), 0);
 		head += n;
 	}
-	t0 = now_s();
-	while (now_s() - t0 < WAIT_MS / 1000.0) {
-		pthread_mutex_lock(&st.lock);
-		taken = st.taken;
-		pthread_mutex_unlock(&st.lock);
-		if (taken == head)
-			break;
-		usleep(1000);
-	}
+	taken = wait_count(&st.lock, &st.taken, head);
 	rc_diag("%llu samples x %d channels in %d writes by callback, %d "
 		"crossed the ring's end", (unsigned long long)head,
 		RING_S_CHANNELS, st.calls, st.wraps);

@@ -1,0 +1,17 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# bench-read2-plan: what both guests of the pair bench-read2 run, in the
+# same order (sourced by bench-read2-server.sh and bench-read2-client.sh).
+# READ at 64 B, 16 per doorbell: perftest "-l 16" (pt16) and
+# rdmaxfer-bench "--batch 16" (s16), 4096 READs per run, one warm-up
+# round (discarded), then rc.reps rounds with the order alternating.  A
+# fresh port per run.  Two-host guests get no regcache.ko
+# (tests/vm/run-2host.sh), so rdmaxfer-bench's cache runs on the uffd
+# monitor, which costs about 1.6 % at this row in one guest against the
+# kmod monitor of the one-guest tables: a handicap for ours, not a help.
+read2_reps=$(sed -n 's/.*rc\.reps=\([0-9]*\).*/\1/p' /proc/cmdline)
+read2_reps=${read2_reps:-20}
+read2_iters=4096
+read2_port() { echo $((RC_2HOST_PORT + 100 + $1)); }
+# read2_order ROUND: the tools of that round (round 0 is the warm-up)
+read2_order() { [ $(($1 % 2)) = 0 ] && echo "pt16 s16" || echo "s16 pt16"; }

@@ -4,17 +4,12 @@
 # bench-read2-server.sh): perftest's ib_read_bw -l 16 and rdmaxfer-bench
 # read_bw --batch 16 against guest A, 64 B, interleaved.  CSV
 # tool,round,MB/s in $RC_RESULTS/read2.csv (round 0: the warm-up), and
-# the median of the per-round ratios ours / perftest as a comment.
+# the median of the per-round ratios ours / perftest in its test point.
 # Numbers only as ratios of one run.
 . "$RC_SRCDIR/tests/vm/guest-lib.sh"
-
-BENCH=$RC_BUILDDIR/utils/rdmaxfer-bench
 . "$RC_SRCDIR/tests/vm/suites/bench-read2-plan.sh"
 
-if ! command -v ib_read_bw >/dev/null; then
-	rc_skip "bench-read2" "perftest (ib_read_bw) not installed"
-	exit 0
-fi
+read2_ready "bench-read2" || exit 0
 # The link first: guest A may still be booting.
 rc_peer_link
 

@@ -15,3 +15,11 @@ read2_iters=4096
 read2_port() { echo $((RC_2HOST_PORT + 100 + $1)); }
 # read2_order ROUND: the tools of that round (round 0 is the warm-up)
 read2_order() { [ $(($1 % 2)) = 0 ] && echo "pt16 s16" || echo "s16 pt16"; }
+BENCH=$RC_BUILDDIR/utils/rdmaxfer-bench
+# read2_ready POINT: false, with POINT skipped, where perftest is missing
+read2_ready()
+{
+	command -v ib_read_bw >/dev/null && return 0
+	rc_skip "$1" "perftest (ib_read_bw) not installed"
+	return 1
+}

@@ -9,14 +9,9 @@
 # one server per run of guest B's client, in the same order.  Every
 # server is bounded by timeout (and ours by its accept timeout, -D).
 . "$RC_SRCDIR/tests/vm/guest-lib.sh"
-
-BENCH=$RC_BUILDDIR/utils/rdmaxfer-bench
 . "$RC_SRCDIR/tests/vm/suites/bench-read2-plan.sh"
 
-if ! command -v ib_read_bw >/dev/null; then
-	rc_skip "bench-read2 servers" "perftest (ib_read_bw) not installed"
-	exit 0
-fi
+read2_ready "bench-read2 servers" || exit 0
 fail=0
 run=0
 r=0

@@ -16,10 +16,10 @@ rc_peer_link
 csv=$RC_RESULTS/read2.csv
 : >"$csv"
 fail=0
-# $1 tool, $2 round, $3 run: one client run, its rate appended to the CSV
+# $1 tool, $2 round, $3 port: one client run, its rate appended to the CSV
 read2_run()
 {
-	p=$(read2_port "$3")
+	p=$3
 	v=
 	case $1 in
 	pt16)
@@ -42,21 +42,13 @@ read2_run()
 	esac
 	if [ -z "$v" ]; then
 		fail=1
-		echo "client $1 run $3: no result:"
+		echo "client $1 round $2: no result:"
 		cat /tmp/cli.out
 	fi
 	echo "$1,$2,$v" >>"$csv"
 }
 
-run=0
-r=0
-while [ $r -le "$read2_reps" ]; do
-	for t in $(read2_order $r); do
-		run=$((run + 1))
-		read2_run "$t" $r $run
-	done
-	r=$((r + 1))
-done
+read2_rounds read2_run
 cat "$csv"
 # the median of ours / perftest per round, the warm-up left out
 med=$(awk -F, '$2 > 0 && $3 != "" { v[$2, $1] = $3; r[$2] = 1 }

@@ -12,9 +12,25 @@
 read2_reps=$(sed -n 's/.*rc\.reps=\([0-9]*\).*/\1/p' /proc/cmdline)
 read2_reps=${read2_reps:-20}
 read2_iters=4096
-read2_port() { echo $((RC_2HOST_PORT + 100 + $1)); }
-# read2_order ROUND: the tools of that round (round 0 is the warm-up)
-read2_order() { [ $(($1 % 2)) = 0 ] && echo "pt16 s16" || echo "s16 pt16"; }
+# read2_rounds FN: FN TOOL ROUND PORT for every run, in the order both
+# guests follow (round 0 is the warm-up; the order alternates per round)
+read2_rounds()
+{
+	read2__run=0
+	read2__r=0
+	while [ $read2__r -le "$read2_reps" ]; do
+		if [ $((read2__r % 2)) = 0 ]; then
+			read2__tools="pt16 s16"
+		else
+			read2__tools="s16 pt16"
+		fi
+		for read2__t in $read2__tools; do
+			read2__run=$((read2__run + 1))
+			"$1" $read2__t $read2__r $((RC_2HOST_PORT + 100 + read2__run))
+		done
+		read2__r=$((read2__r + 1))
+	done
+}
 BENCH=$RC_BUILDDIR/utils/rdmaxfer-bench
 # read2_ready POINT: false, with POINT skipped, where perftest is missing
 read2_ready()

@@ -13,22 +13,19 @@
 
 read2_ready "bench-read2 servers" || exit 0
 fail=0
-run=0
-r=0
-while [ $r -le "$read2_reps" ]; do
-	for t in $(read2_order $r); do
-		run=$((run + 1))
-		p=$(read2_port $run)
-		case $t in
-		pt16) timeout 180 taskset -c 0 ib_read_bw -d "$RXE_DEV" -i 1 \
-			-s 64 -n $read2_iters -F -l 16 -p "$p" >/tmp/srv.out 2>&1 ;;
-		s16) timeout 180 taskset -c 0 "$BENCH" -d "$RXE_DEV" -s 64 \
-			-n $read2_iters --batch 16 -D 150 read_bw -p "$p" \
-			>/tmp/srv.out 2>&1 ;;
-		esac || { fail=1; echo "server $t run $run failed:"; cat /tmp/srv.out; }
-	done
-	r=$((r + 1))
-done
+# $1 tool, $2 round, $3 port: the server of one run of guest B's client
+read2_serve()
+{
+	case $1 in
+	pt16) timeout 180 taskset -c 0 ib_read_bw -d "$RXE_DEV" -i 1 \
+		-s 64 -n $read2_iters -F -l 16 -p "$3" >/tmp/srv.out 2>&1 ;;
+	s16) timeout 180 taskset -c 0 "$BENCH" -d "$RXE_DEV" -s 64 \
+		-n $read2_iters --batch 16 -D 150 read_bw -p "$3" \
+		>/tmp/srv.out 2>&1 ;;
+	esac || { fail=1; echo "server $1 round $2 failed:"; cat /tmp/srv.out; }
+}
+
+read2_rounds read2_serve
 if [ $fail = 0 ]; then
 	rc_ok "bench-read2 servers, $read2_reps rounds"
 else

@@ -132,8 +132,12 @@ void rdmaxfer_agent_attr_init(struct rdmaxfer_agent_attr *attr);
 int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 			  struct rdmaxfer_agent **agentp);
 
-/* Disconnect every peer, stop the thread, free everything.  Requests and
- * memory handles still alive are freed with it (do not use them after). */
+/* Disconnect every peer, stop the thread, free everything.  Requests (in
+ * any state, in flight included) and memory handles still alive are freed
+ * with it (do not use them after).  Rings, writers and file engines may
+ * outlive it: their destroy calls then free what is left (the ring's and
+ * the writer's return -ENODEV; rdmaxfer_agent_create(3)).  Refused from a
+ * callback on the agent's own progress thread. */
 void rdmaxfer_agent_destroy(struct rdmaxfer_agent *agent);
 
 /* What the agent runs on (values resolved from the attributes). */
@@ -912,8 +916,9 @@ int rdmaxfer_file_write(struct rdmaxfer_file *file, const void *buf,
 /*
  * file range -> remote (RDMA WRITE) and remote (RDMA READ) -> file through
  * the engine's staging pool (queue_depth chunks, registered once with the
- * peer's agent, which must outlive the engine), pipelined; blocking, at
- * most timeout_ms (-1: no limit).  -ERANGE: remote smaller than the range.
+ * peer's agent, until that agent is destroyed: rdmaxfer_file(3)),
+ * pipelined; blocking, at most timeout_ms (-1: no limit).  -ERANGE:
+ * remote smaller than the range.
  */
 int rdmaxfer_file_to_peer(struct rdmaxfer_file *file,
 			  struct rdmaxfer_peer *peer,

@@ -820,6 +820,7 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 	rx_list_init(&agent->mems);
 	rx_list_init(&agent->mem_spares);
 	rx_list_init(&agent->async_node);
+	rx_list_init(&agent->deps);
 	agent->wake_fd = -1;
 
 	ret = open_device(agent, agent->attr.device);
@@ -982,6 +983,14 @@ void rdmaxfer_agent_destroy(struct rdmaxfer_agent *agent)
 
 	if (!agent)
 		return;
+	/* from a callback on the agent's own thread: joining itself would
+	 * never return, and the callback would return into freed memory */
+	if (agent->thread_running &&
+	    pthread_equal(agent->thread, pthread_self())) {
+		fprintf(stderr,
+			"librdmaxfer: rdmaxfer_agent_destroy() called from the agent's own progress thread: refused, the agent stays\n");
+		return;
+	}
 	if (agent->thread_running) {
 		pthread_mutex_lock(&agent->lock);
 		agent->stop = true;
@@ -992,15 +1001,12 @@ void rdmaxfer_agent_destroy(struct rdmaxfer_agent *agent)
 		pthread_join(agent->thread, NULL);
 	}
 	async_unregister(agent);
-	close(agent->wake_fd);
-	/* requests and memory handles first: they hold cache entries */
-	while (!rx_list_empty(&agent->reqs))
-		rx_req_release(rx_container_of(agent->reqs.next,
-					       struct rdmaxfer_req, node));
-	while (!rx_list_empty(&agent->mems))
-		rx_mem_release(rx_container_of(agent->mems.next,
-					       struct rdmaxfer_mem, node));
-	rx_mem_free_spares(agent);
+	/*
+	 * Peers first: destroying their QPs fails what waits in their
+	 * backlogs and in held doorbells (parts of live requests, which
+	 * must still exist then) and ends the device's access to the
+	 * requests' memory before their registrations go.
+	 */
 	pthread_mutex_lock(&agent->lock);
 	while (!rx_list_empty(&agent->peers))
 		rx_peer_free(rx_container_of(agent->peers.next,
@@ -1008,6 +1014,18 @@ void rdmaxfer_agent_destroy(struct rdmaxfer_agent *agent)
 	if (agent->listen_id)
 		rdma_destroy_id(agent->listen_id);
 	pthread_mutex_unlock(&agent->lock);
+	/* then the requests: they hold cache entries */
+	while (!rx_list_empty(&agent->reqs))
+		rx_req_release(agent, rx_container_of(agent->reqs.next,
+						      struct rdmaxfer_req, node));
+	/* the rings, writers and file engines the application still holds
+	 * let go of what is the agent's (their handles are freed below) */
+	rx_deps_gone(agent);
+	while (!rx_list_empty(&agent->mems))
+		rx_mem_release(rx_container_of(agent->mems.next,
+					       struct rdmaxfer_mem, node));
+	rx_mem_free_spares(agent);
+	close(agent->wake_fd);
 
 	rx_odp_fini(agent);
 	rx_devmem_fini(agent);
@@ -1024,6 +1042,36 @@ void rdmaxfer_agent_destroy(struct rdmaxfer_agent *agent)
 	pthread_cond_destroy(&agent->cond);
 	pthread_mutex_destroy(&agent->lock);
 	free(agent);
+}
+
+/* The objects that depend on the agent (struct rx_dep). */
+void rx_dep_add(struct rdmaxfer_agent *agent, struct rx_dep *dep,
+		void (*gone)(struct rx_dep *dep))
+{
+	dep->gone = gone;
+	pthread_mutex_lock(&agent->lock);
+	rx_list_add_tail(&agent->deps, &dep->node);
+	pthread_mutex_unlock(&agent->lock);
+}
+
+/* Safe on a dep never added (its node initialised to itself). */
+void rx_dep_del(struct rdmaxfer_agent *agent, struct rx_dep *dep)
+{
+	pthread_mutex_lock(&agent->lock);
+	rx_list_del(&dep->node);
+	pthread_mutex_unlock(&agent->lock);
+}
+
+/* Agent teardown, nothing else running: every dep lets go. */
+void rx_deps_gone(struct rdmaxfer_agent *agent)
+{
+	while (!rx_list_empty(&agent->deps)) {
+		struct rx_dep *dep = rx_container_of(agent->deps.next,
+						     struct rx_dep, node);
+
+		rx_list_del(&dep->node);
+		dep->gone(dep);
+	}
 }
 
 RX_EXPORT

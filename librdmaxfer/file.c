@@ -161,6 +161,7 @@ int rdmaxfer_file_create(const struct rdmaxfer_file_attr *attr,
 	pthread_mutex_init(&file->lock, NULL);
 	rx_list_init(&file->reqs);
 	rx_list_init(&file->active_node);
+	rx_list_init(&file->dep.node);
 	file_inject_parse(file);
 	if (flags & RDMAXFER_FILE_NO_URING) {
 		snprintf(file->msg, sizeof(file->msg),
@@ -191,6 +192,8 @@ void rdmaxfer_file_destroy(struct rdmaxfer_file *file)
 	if (!file)
 		return;
 	rx_file_reqs_free(file);
+	if (file->agent)
+		rx_dep_del(file->agent, &file->dep);
 	if (file->uring)
 		io_uring_queue_exit(&file->ring);	/* unregisters the pool */
 	if (file->pool_mem)
@@ -645,6 +648,29 @@ int rdmaxfer_file_write(struct rdmaxfer_file *file, const void *buf,
 /* ------------------------------------------------------ the staging pool */
 
 /*
+ * The agent is being destroyed with the engine bound to it: its peers,
+ * the engine's requests and (next) the pool's handle go with it.  Nothing
+ * can reach the pool any more, so it goes too, and the engine is as it
+ * was before its first remote transfer: local I/O goes on, and a later
+ * remote transfer binds it to another agent.
+ */
+static void file_agent_gone(struct rx_dep *dep)
+{
+	struct rdmaxfer_file *file = rx_container_of(dep, struct rdmaxfer_file,
+						     dep);
+
+	pthread_mutex_lock(&file->lock);
+	file->pool_mem = NULL;
+	file->agent = NULL;
+	/* the fixed buffers and the agent's eventfd off the ring */
+	if (file->uring)
+		rx_file_ring_reset(file);
+	free(file->pool);
+	file->pool = NULL;
+	pthread_mutex_unlock(&file->lock);
+}
+
+/*
  * The staging pool, made on the first remote transfer of an agent: one
  * registration through its cache (local access only: the RDMA WRITE or
  * READ is this side's) and the same chunks as io_uring fixed buffers.
@@ -674,6 +700,7 @@ int rx_file_pool(struct rdmaxfer_file *file, struct rdmaxfer_agent *agent)
 				 strerror(-ret));
 	}
 	file->agent = agent;
+	rx_dep_add(agent, &file->dep, file_agent_gone);
 	/* again, with the pool and the agent's eventfd this time */
 	if (file->uring)
 		rx_file_ring_reset(file);

@@ -55,6 +55,7 @@ struct rdmaxfer_file {
 	struct rx_list reqs;		/* struct rx_file_req prepared */
 	struct rx_file_req *active;	/* the request in progress */
 	struct rx_list active_node;	/* agent->file_active (its lock) */
+	struct rx_dep dep;		/* on agent, while bound to it */
 	uint64_t round;			/* rx_file_progress() pass */
 	unsigned int stalls;		/* submits in a row taking none */
 	struct {

@@ -425,9 +425,28 @@ struct rdmaxfer_agent {
 	 * rdmaxfer_progress() (rx_file_progress()) */
 	struct rx_list file_active;
 	uint64_t file_round;
+	/* struct rx_dep: rings, ring writers, bound file engines */
+	struct rx_list deps;
+};
+
+/*
+ * An object the application holds that lives on the agent's resources (a
+ * ring, a ring writer, a file engine bound to the agent): when the agent
+ * is destroyed first, gone() runs after its peers and requests are freed
+ * and before its memory handles are; it forgets every pointer into the
+ * agent, and the object's own destroy call then frees what is left
+ * (rdmaxfer_agent_create(3), "Order of destruction").
+ */
+struct rx_dep {
+	struct rx_list node;		/* agent->deps, under agent->lock */
+	void (*gone)(struct rx_dep *dep);
 };
 
 /* agent.c */
+void rx_dep_add(struct rdmaxfer_agent *agent, struct rx_dep *dep,
+		void (*gone)(struct rx_dep *dep));
+void rx_dep_del(struct rdmaxfer_agent *agent, struct rx_dep *dep);
+void rx_deps_gone(struct rdmaxfer_agent *agent);
 int rx_progress_locked(struct rdmaxfer_agent *agent);
 int rx_cq_reserve(struct rdmaxfer_agent *agent, uint32_t entries);
 void rx_cq_release(struct rdmaxfer_agent *agent, uint32_t entries);
@@ -471,7 +490,7 @@ rx_peer_by_qpn(struct rdmaxfer_agent *agent, uint32_t qpn,
 }
 
 /* xfer.c */
-void rx_req_release(struct rdmaxfer_req *req);
+void rx_req_release(struct rdmaxfer_agent *agent, struct rdmaxfer_req *req);
 int rx_state_result(enum rx_req_state state, int err);
 int rx_poll_cq_locked(struct rdmaxfer_agent *agent);
 void rx_qp_drop_terms(struct rx_qp *q);

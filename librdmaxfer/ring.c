@@ -66,6 +66,7 @@ struct rdmaxfer_ring {
 	rdmaxfer_ring_fn fn;
 	rdmaxfer_ring_samples_fn sfn;	/* continuous: the callback */
 	void *user;
+	struct rx_dep dep;		/* agent NULL once the agent is gone */
 };
 
 /* The local buffers a slot's prepared write reads (1 or 2 are kept, so
@@ -90,6 +91,8 @@ struct rdmaxfer_ring_writer {
 	struct ring_iov *req_iov;	/* per slot: what reqs[] was made for */
 	uint32_t nreqs;			/* reqs[]: n_slots, or SAMPLE_REQS */
 	uint64_t nput;			/* sample writes so far */
+	struct rx_dep dep;		/* on the peer's agent */
+	bool orphan;			/* that agent is gone */
 };
 
 /* Milliseconds left before deadline (rx_deadline(); INT64_MAX: none, -1
@@ -105,6 +108,21 @@ static int left_ms(int64_t deadline)
 }
 
 /* ---------------------------------------------------------------- target */
+
+/*
+ * The agent is being destroyed with the ring alive: its handles are freed
+ * with the agent's, its callback was the agent's.  The slots stay mapped
+ * (grains held may still be read) until rdmaxfer_ring_destroy().
+ */
+static void ring_agent_gone(struct rx_dep *dep)
+{
+	struct rdmaxfer_ring *ring = rx_container_of(dep, struct rdmaxfer_ring,
+						     dep);
+
+	ring->slots_mem = NULL;
+	ring->credit_mem = NULL;
+	ring->agent = NULL;
+}
 
 /* The ring of either flavour: planes * n * slot_size bytes. */
 static int ring_alloc(struct rdmaxfer_agent *agent, uint32_t n,
@@ -127,6 +145,7 @@ static int ring_alloc(struct rdmaxfer_agent *agent, uint32_t n,
 	ring->flags = flags;
 	ring->slot_size = slot_size;
 	ring->len = slot_size * n * planes;
+	rx_list_init(&ring->dep.node);
 	pthread_mutex_init(&ring->lock, NULL);
 	ring->done = calloc(n, 1);
 	ring->held = calloc(n, sizeof(*ring->held));
@@ -157,6 +176,7 @@ static int ring_alloc(struct rdmaxfer_agent *agent, uint32_t n,
 					   &ring->credit_mem);
 	if (ret)
 		goto err;
+	rx_dep_add(agent, &ring->dep, ring_agent_gone);
 	*ringp = ring;
 	return 0;
 err:
@@ -196,13 +216,18 @@ RX_EXPORT
 int rdmaxfer_ring_destroy(struct rdmaxfer_ring *ring)
 {
 	bool has_fn;
+	int ret = 0;
 
 	if (!ring)
 		return -EINVAL;
 	pthread_mutex_lock(&ring->lock);
 	has_fn = ring->fn || ring->sfn;
 	pthread_mutex_unlock(&ring->lock);
-	if (has_fn)
+	if (!ring->agent)
+		ret = -ENODEV;		/* the agent went first */
+	else
+		rx_dep_del(ring->agent, &ring->dep);
+	if (has_fn && ring->agent)
 		rdmaxfer_set_notif_cb(ring->agent, NULL, NULL);
 	if (ring->slots_mem)
 		rdmaxfer_mem_deregister(ring->slots_mem);
@@ -215,7 +240,7 @@ int rdmaxfer_ring_destroy(struct rdmaxfer_ring *ring)
 	free(ring->held);
 	pthread_mutex_destroy(&ring->lock);
 	free(ring);
-	return 0;
+	return ret;
 }
 
 RX_EXPORT
@@ -230,6 +255,8 @@ int rdmaxfer_ring_get_info(struct rdmaxfer_ring *ring,
 
 	if (!ring || !info)
 		return -EINVAL;
+	if (!ring->agent)
+		return -ENODEV;
 	/* the agent's identity and listen address, as its blob has them */
 	ret = rdmaxfer_md_pack(ring->agent, NULL, 0, NULL, 0, &len);
 	if (ret != -ENOSPC)
@@ -401,6 +428,8 @@ int rdmaxfer_ring_wait(struct rdmaxfer_ring *ring, int timeout_ms,
 
 	if (!ring || !grain || ring->channels)
 		return -EINVAL;
+	if (!ring->agent)
+		return -ENODEV;
 	pthread_mutex_lock(&ring->lock);
 	if (ring->fn) {
 		pthread_mutex_unlock(&ring->lock);
@@ -467,6 +496,8 @@ int rdmaxfer_ring_wait_samples(struct rdmaxfer_ring *ring, int timeout_ms,
 
 	if (!ring || !s || !ring->channels)
 		return -EINVAL;
+	if (!ring->agent)
+		return -ENODEV;
 	pthread_mutex_lock(&ring->lock);
 	ret = ring->sfn ? -EINVAL : 0;
 	pthread_mutex_unlock(&ring->lock);
@@ -525,6 +556,8 @@ static int ring_set_fn(struct rdmaxfer_ring *ring, rdmaxfer_ring_fn fn,
 {
 	int ret;
 
+	if (!ring->agent)
+		return -ENODEV;
 	if (!fn && !sfn) {
 		ret = rdmaxfer_set_notif_cb(ring->agent, NULL, NULL);
 		if (!ret)
@@ -607,6 +640,21 @@ int rdmaxfer_ring_lost(struct rdmaxfer_ring *ring, uint64_t *lost)
 
 /* ------------------------------------------------------------- initiator */
 
+/* The agent is being destroyed with the writer attached: it freed the
+ * writer's peer and requests. */
+static void writer_agent_gone(struct rx_dep *dep)
+{
+	struct rdmaxfer_ring_writer *w =
+		rx_container_of(dep, struct rdmaxfer_ring_writer, dep);
+	uint32_t i;
+
+	for (i = 0; i < w->nreqs; i++)
+		w->reqs[i] = NULL;
+	w->credit_req = NULL;
+	w->peer = NULL;
+	w->orphan = true;
+}
+
 RX_EXPORT
 int rdmaxfer_ring_attach(struct rdmaxfer_agent *agent,
 			 const struct rdmaxfer_ring_info *info, int timeout_ms,
@@ -626,6 +674,7 @@ int rdmaxfer_ring_attach(struct rdmaxfer_agent *agent,
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
+	rx_list_init(&w->dep.node);
 	w->info = *info;
 	w->nreqs = info->n_slots;
 	if (info->flavour == RDMAXFER_RING_CONTINUOUS &&
@@ -647,6 +696,7 @@ int rdmaxfer_ring_attach(struct rdmaxfer_agent *agent,
 			       &w->peer);
 	if (ret)
 		goto err;
+	rx_dep_add(agent, &w->dep, writer_agent_gone);
 	/* a target info of another agent (another device, a restarted
 	 * target): its rkeys mean nothing there */
 	if (rdmaxfer_peer_id(w->peer) != info->agent_id) {
@@ -880,6 +930,8 @@ int rdmaxfer_ring_put(struct rdmaxfer_ring_writer *w, uint64_t index,
 	    (flags & ~(unsigned int)RDMAXFER_POST_MORE) ||
 	    w->info.flavour != RDMAXFER_RING_DISCRETE)
 		return -EINVAL;
+	if (w->orphan)
+		return -ENODEV;
 	overrun = w->info.flags & RDMAXFER_RING_OVERRUN;
 	/* grains go in order: the credit count is of grains released in
 	 * order, and the target rebuilds indices from 32 bits; an overrun
@@ -955,6 +1007,8 @@ int rdmaxfer_ring_put_samples(struct rdmaxfer_ring_writer *w, uint64_t head,
 	    w->info.flavour != RDMAXFER_RING_CONTINUOUS ||
 	    n != w->info.channels)
 		return -EINVAL;
+	if (w->orphan)
+		return -ENODEV;
 	if (!count || count > w->info.n_slots ||
 	    count > RDMAXFER_RING_MAX_COUNT)
 		return -EMSGSIZE;
@@ -1012,6 +1066,8 @@ int rdmaxfer_ring_flush(struct rdmaxfer_ring_writer *w, int timeout_ms)
 
 	if (!w)
 		return -EINVAL;
+	if (w->orphan)
+		return -ENODEV;
 	for (i = 0; i < w->nreqs; i++) {
 		if (!w->reqs[i])
 			continue;
@@ -1053,12 +1109,15 @@ int rdmaxfer_ring_detach(struct rdmaxfer_ring_writer *w)
 		w->credit_req = NULL;
 	if (ret)
 		return ret;
-	if (w->peer)
+	if (w->peer) {
+		rx_dep_del(w->peer->agent, &w->dep);
 		rdmaxfer_peer_destroy(w->peer);
+	}
+	ret = w->orphan ? -ENODEV : 0;
 	free(w->credit_buf);
 	free(w->reqs);
 	free(w->req_iov);
 	free(w->written);
 	free(w);
-	return 0;
+	return ret;
 }

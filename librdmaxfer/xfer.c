@@ -1460,10 +1460,11 @@ int rdmaxfer_req_wait(struct rdmaxfer_req *req, int timeout_ms)
 }
 
 /* Free a request's memory (lock not needed: the agent is going away, or
- * the request was unlinked). */
-void rx_req_release(struct rdmaxfer_req *req)
+ * the request was unlinked).  Not through req->peer: agent teardown
+ * frees the peers first. */
+void rx_req_release(struct rdmaxfer_agent *agent, struct rdmaxfer_req *req)
 {
-	struct regcache *cache = req->peer->agent->cache;
+	struct regcache *cache = agent->cache;
 	size_t i;
 
 	rx_list_del(&req->node);
@@ -1494,7 +1495,7 @@ int rdmaxfer_req_free(struct rdmaxfer_req *req)
 	req->peer->nreqs--;
 	rx_list_del(&req->node);
 	pthread_mutex_unlock(&agent->lock);
-	rx_req_release(req);
+	rx_req_release(agent, req);
 	return 0;
 }
 

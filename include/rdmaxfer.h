@@ -580,10 +580,12 @@ int rdmaxfer_wait_notifs(struct rdmaxfer_agent *agent,
 /*
  * Deliver notifications through a callback instead, called from the
  * progress context (the progress thread, or the caller's progress/test/
- * wait call) without agent locks held: it may call into the library, but
- * must not block for long.  fn NULL: back to the queue.  A callback
- * running in another thread has returned when this returns (not waited
- * for from within it), so the old user may then be freed.
+ * wait call) without agent locks held: it may call into the library;
+ * a blocking call there progresses the agent itself (rdmaxfer_notif(3)),
+ * and callbacks are not re-entered meanwhile.  fn NULL: back to the
+ * queue.  A callback running in another thread has returned when this
+ * returns (not waited for from within it), so the old user may then be
+ * freed.
  */
 typedef void (*rdmaxfer_notif_fn)(void *user, const struct rdmaxfer_notif *n);
 int rdmaxfer_set_notif_cb(struct rdmaxfer_agent *agent, rdmaxfer_notif_fn fn,

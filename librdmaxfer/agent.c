@@ -580,7 +580,9 @@ static void drain_comp_channel(struct rdmaxfer_agent *agent)
  * Sleep until something may have progressed, or the deadline.  Called with
  * the lock held (and returns with it held).  Caller mode arms the CQ and
  * sleeps on the completion channel and the CM channel; thread mode waits
- * for the thread's next round.
+ * for the thread's next round, unless the caller is the thread (a
+ * callback that waits: rx_self_progress()), which then sleeps as a caller
+ * does, after telling other waiters what its own progress did.
  */
 int rx_block(struct rdmaxfer_agent *agent, int64_t deadline_ns)
 {
@@ -594,7 +596,7 @@ int rx_block(struct rdmaxfer_agent *agent, int64_t deadline_ns)
 	if (left_ms > BLOCK_SLICE_MS)
 		left_ms = BLOCK_SLICE_MS;
 
-	if (agent->thread_running) {
+	if (!rx_self_progress(agent)) {
 		struct timespec ts;
 		uint64_t gen = agent->progress_gen;
 
@@ -607,6 +609,10 @@ int rx_block(struct rdmaxfer_agent *agent, int64_t deadline_ns)
 						   &ts))
 				break;
 		return 0;
+	}
+	if (agent->thread_running) {
+		agent->progress_gen++;
+		pthread_cond_broadcast(&agent->cond);
 	}
 
 	if (!agent->cq_armed) {

@@ -689,7 +689,7 @@ int rdmaxfer_accept(struct rdmaxfer_agent *agent, int timeout_ms,
 		goto unlock;
 	}
 	for (;;) {
-		if (!agent->thread_running)
+		if (rx_self_progress(agent))
 			rx_progress_locked(agent);
 		if (agent->fatal) {
 			ret = agent->fatal;
@@ -734,7 +734,7 @@ static int wait_event(struct rdmaxfer_agent *agent,
 
 		if (left <= 0)
 			return -ETIMEDOUT;
-		if (!agent->thread_running)
+		if (rx_self_progress(agent))
 			rdmaxfer_progress(agent);
 		ret = poll(&pfd, 1, left > 10000000 ? 10 : 1);
 		if (ret > 0)
@@ -1008,7 +1008,7 @@ int rdmaxfer_peer_reconnect(struct rdmaxfer_peer *peer, int timeout_ms)
 	/* let the old QPs flush so every request of the peer completes */
 	rx_peer_fail(peer, peer->error ? peer->error : -ECONNRESET);
 	while (peer->nreqs_active) {
-		if (!agent->thread_running)
+		if (rx_self_progress(agent))
 			rx_progress_locked(agent);
 		if (!peer->nreqs_active || rx_block(agent, deadline))
 			break;
@@ -1087,7 +1087,7 @@ int rdmaxfer_peer_flush(struct rdmaxfer_peer *peer, int timeout_ms)
 	/* held doorbells (RDMAXFER_POST_MORE) go out first */
 	rx_ring_deferred(agent);
 	for (;;) {
-		if (!agent->thread_running)
+		if (rx_self_progress(agent))
 			rx_progress_locked(agent);
 		if (peer->state == RDMAXFER_PEER_ERROR) {
 			ret = peer->error ? peer->error : -ECONNRESET;

@@ -557,7 +557,7 @@ int rx_file_req_wait(struct rdmaxfer_req *req, int timeout_ms)
 			continue;
 		}
 		pthread_mutex_lock(&agent->lock);
-		if (!agent->thread_running)
+		if (rx_self_progress(agent))
 			rx_progress_locked(agent);
 		ready = fr_net_ended_locked(fr, &any) ||
 			(file->uring && (io_uring_cq_ready(&file->ring) ||

@@ -533,6 +533,19 @@ static inline bool rx_peer_sendable(const struct rdmaxfer_peer *peer)
 		 peer->qps[0].established));
 }
 
+/*
+ * Must a waiting call progress the agent itself?  Without a progress
+ * thread, always; with one, when the caller is that thread (a callback
+ * it runs that blocks, in rdmaxfer_req_wait() for one): waiting for the
+ * thread's next round would wait for ever.  Callbacks are not re-entered
+ * meanwhile (rx_deliver_notifs()): notifications queue until it returns.
+ */
+static inline bool rx_self_progress(const struct rdmaxfer_agent *agent)
+{
+	return !agent->thread_running ||
+	       pthread_equal(agent->thread, pthread_self());
+}
+
 /* Lock held: ring held doorbells, if any (test, wait and progress). */
 static inline void rx_ring_deferred(struct rdmaxfer_agent *agent)
 {

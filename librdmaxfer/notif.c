@@ -229,7 +229,7 @@ int rdmaxfer_notif_send(struct rdmaxfer_peer *peer, uint32_t value,
 	if (ret)
 		goto unlock;
 	if (!can_send(peer, s)) {
-		if (!agent->thread_running)
+		if (rx_self_progress(agent))
 			rx_progress_locked(agent);
 		/* the progress call may have failed the peer */
 		if (!rx_peer_sendable(peer)) {
@@ -318,7 +318,7 @@ int rdmaxfer_get_notifs(struct rdmaxfer_agent *agent,
 	if (!agent || (max && !notifs))
 		return -EINVAL;
 	pthread_mutex_lock(&agent->lock);
-	if (!agent->thread_running)
+	if (rx_self_progress(agent))
 		rx_progress_locked(agent);
 	n = agent->notif_fn ? 0 : take_notifs(agent, notifs, max);
 	pthread_mutex_unlock(&agent->lock);
@@ -340,7 +340,7 @@ int rdmaxfer_wait_notifs(struct rdmaxfer_agent *agent,
 		return -EINVAL;
 	pthread_mutex_lock(&agent->lock);
 	for (;;) {
-		if (!agent->thread_running)
+		if (rx_self_progress(agent))
 			rx_progress_locked(agent);
 		n = agent->notif_fn ? 0 : take_notifs(agent, notifs, max);
 		if (n)

@@ -1419,7 +1419,7 @@ int rdmaxfer_req_test(struct rdmaxfer_req *req)
 	agent = req->peer->agent;
 	rx_data_lock(agent);
 	rx_ring_deferred(agent);
-	if (req->state == RX_REQ_ACTIVE && !agent->thread_running)
+	if (req->state == RX_REQ_ACTIVE && rx_self_progress(agent))
 		progress_data_locked(agent);
 	ret = req_result(req);
 	rx_data_unlock(agent);
@@ -1443,7 +1443,7 @@ int rdmaxfer_req_wait(struct rdmaxfer_req *req, int timeout_ms)
 	pthread_mutex_lock(&agent->lock);
 	rx_ring_deferred(agent);
 	for (;;) {
-		if (req->state == RX_REQ_ACTIVE && !agent->thread_running)
+		if (req->state == RX_REQ_ACTIVE && rx_self_progress(agent))
 			rx_progress_locked(agent);
 		if (req->state != RX_REQ_ACTIVE) {
 			ret = req_result(req);

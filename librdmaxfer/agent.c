@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 
 #include "internal.h"
@@ -66,13 +67,42 @@ void rdmaxfer_agent_attr_init(struct rdmaxfer_agent_attr *attr)
 	attr->max_inline = 64;
 }
 
-/* libregcache callbacks: the access mask is IBV_ACCESS_* bits. */
+/*
+ * Does a registration without local write pin memory the process may not
+ * read?  Linux 6.1's ib_umem_get() pins a read-only MR with FOLL_FORCE,
+ * which takes a PROT_NONE page; later kernels refuse it.  Where it does,
+ * cache_reg() checks such a range first, so a bad pointer as a WRITE's
+ * source or in a READ-only export still fails with -EFAULT (and is not
+ * sent, nor copied by the provider for an inline WRITE: SIGSEGV).
+ */
+static bool ro_pin_forced(struct rdmaxfer_agent *agent)
+{
+	long psz = sysconf(_SC_PAGESIZE);
+	struct ibv_mr *mr;
+	void *p;
+
+	p = mmap(NULL, (size_t)psz, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	if (p == MAP_FAILED)
+		return true;		/* not known: check */
+	mr = ibv_reg_mr(agent->pd, p, (size_t)psz, 0);
+	if (mr)
+		ibv_dereg_mr(mr);
+	munmap(p, (size_t)psz);
+	return mr != NULL;
+}
+
+/* libregcache callbacks: the access mask is IBV_ACCESS_* bits.  Called on
+ * a miss only: a hit costs nothing of this. */
 static int cache_reg(void *user, void *addr, size_t len, uint32_t access,
 		     void **handle)
 {
 	struct rdmaxfer_agent *agent = user;
 	struct ibv_mr *mr;
 
+	if (agent->ro_pin_forced && !(access & IBV_ACCESS_LOCAL_WRITE) &&
+	    !rx_range_accessible(addr, len, false))
+		return -EFAULT;
 	mr = ibv_reg_mr(agent->pd, addr, len, (int)access);
 	if (!mr)
 		return errno ? -errno : -ENOMEM;
@@ -870,6 +900,7 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 	agent->pd = ibv_alloc_pd(agent->ctx);
 	if (!agent->pd)
 		goto free_agent;
+	agent->ro_pin_forced = ro_pin_forced(agent);
 	agent->comp_ch = ibv_create_comp_channel(agent->ctx);
 	if (!agent->comp_ch)
 		goto dealloc_pd;

@@ -28,9 +28,10 @@
 #define RX_HELLO_MAGIC		0x48584452U	/* "RDXH" */
 #define RX_PROTO_VERSION	1
 /*
- * Local buffers of requests and atomic result words: local access only,
- * so the cache may merge and grow them freely (their lkey never leaves
- * this process).  Remote rights are granted per registration (mem.c).
+ * Local buffers the device writes (READ targets, atomic result words):
+ * local access only, so the cache may merge and grow them freely (their
+ * lkey never leaves this process); a WRITE's source is registered with
+ * no right at all (mem.c).  Remote rights are granted per registration.
  */
 #define RX_LOCAL_ACCESS	IBV_ACCESS_LOCAL_WRITE
 /* transport retries of a QP: the most that is finite on every device
@@ -342,6 +343,8 @@ struct rdmaxfer_agent {
 	struct ibv_device_attr dev_attr;
 	struct ibv_port_attr port_attr;
 	struct ibv_pd *pd;
+	/* a read-only MR pins PROT_NONE memory here (agent.c) */
+	bool ro_pin_forced;
 	struct ibv_comp_channel *comp_ch;
 	struct ibv_cq *cq;
 	struct ibv_srq *srq;

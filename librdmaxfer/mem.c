@@ -11,9 +11,21 @@
  * DEVICE memory is allocated, not registered: rdmaxfer_mem_alloc_device()
  * (devmem.c).
  *
+ * Access: exactly what the memory is used for.  Local write is what
+ * lets the device write into a buffer (a READ's target, an atomic's
+ * result word) and what verbs require beside remote write and atomic;
+ * anything else is registered without it, so a WRITE's source or a
+ * READ-only export may be PROT_READ memory or a read-only file mapping
+ * (where the kernel pins those for a read-only MR: Linux 6.1 refuses a
+ * read-only shared file mapping to every MR, and both 6.1 and 7.3 break
+ * a private mapping's copy-on-write for any long-term pin, measured with
+ * plain ibv_reg_mr()).  The cache serves a get only from an
+ * entry with every bit asked for (libregcache's access match), so a READ
+ * target never gets the key of a read-only registration.
+ *
  * Security property: who can touch which memory through which key.
  * - An lkey (request buffers, atomic result words, local-only handles)
- *   carries IBV_ACCESS_LOCAL_WRITE only.  The cache may merge and grow
+ *   carries local access only.  The cache may merge and grow
  *   these registrations over neighbouring memory and keep them after the
  *   last put: only this process posts with an lkey, and only for buffers
  *   it names itself, so the extra coverage grants nobody anything.
@@ -72,11 +84,16 @@ int rx_cache_get(struct regcache *cache, void *addr, size_t len,
 }
 
 /* RDMAXFER_ACCESS_* -> IBV_ACCESS_*: remote write and atomic need local
- * write (verbs refuses them otherwise); local write is always given. */
+ * write (verbs refuses them otherwise), remote read does not.  Local-only
+ * memory (0) gets local write: it may be any transfer's buffer (see
+ * mem_fill() for memory that cannot be written). */
 uint32_t rx_ibv_access(uint32_t access)
 {
-	uint32_t a = IBV_ACCESS_LOCAL_WRITE;
+	uint32_t a = 0;
 
+	if (!access || (access & (RDMAXFER_ACCESS_REMOTE_WRITE |
+				  RDMAXFER_ACCESS_REMOTE_ATOMIC)))
+		a = IBV_ACCESS_LOCAL_WRITE;
 	if (access & RDMAXFER_ACCESS_REMOTE_READ)
 		a |= IBV_ACCESS_REMOTE_READ;
 	if (access & RDMAXFER_ACCESS_REMOTE_WRITE)
@@ -157,6 +174,10 @@ static int mem_fill(struct rdmaxfer_agent *agent, struct regcache *cache,
 	};
 	ret = rx_cache_get(cache, addr, len, rx_ibv_access(access), flags,
 			   &m->entry);
+	/* local-only memory the process may not write (PROT_READ, a
+	 * read-only file mapping): it can still be a WRITE's source */
+	if (ret == -EFAULT && !access)
+		ret = rx_cache_get(cache, addr, len, 0, flags, &m->entry);
 	if (ret)
 		return ret;
 	if (access)

@@ -1124,6 +1124,9 @@ static int req_take_regs(struct rdmaxfer_req *req)
 	struct regcache *cache = req->peer->agent->cache;
 	uint64_t gen = regcache_generation(cache);
 	bool changed = false, cached = true;
+	/* the device writes a READ's target and an atomic's result, and
+	 * only reads a WRITE's source (mem.c: exactly that access) */
+	uint32_t access = req->op == RDMAXFER_OP_WRITE ? 0 : RX_LOCAL_ACCESS;
 	size_t i;
 	int ret;
 
@@ -1140,7 +1143,7 @@ static int req_take_regs(struct rdmaxfer_req *req)
 		struct regcache_entry *e;
 
 		ret = rx_cache_get(cache, req->local[i].addr,
-				   req->local[i].len, RX_LOCAL_ACCESS, 0, &e);
+				   req->local[i].len, access, 0, &e);
 		if (ret)
 			return ret;
 		if (req->ents[i]) {

@@ -234,7 +234,15 @@ int rdmaxfer_mem_register_access(struct rdmaxfer_agent *agent, void *addr,
 	}
 	if (access) {
 		flags = REGCACHE_GET_EXACT;
-		if (!(agent->attr.flags & RDMAXFER_AGENT_CACHE_RKEYS))
+		/*
+		 * An ODP MR follows the address: kept past its last handle
+		 * (RDMAXFER_AGENT_CACHE_RKEYS), its rkey would reach whatever
+		 * is mapped there next, until the next call into the ODP
+		 * cache applied the unmap.  So it goes with its last handle
+		 * in every mode, as a dma-buf MR does.
+		 */
+		if (!(agent->attr.flags & RDMAXFER_AGENT_CACHE_RKEYS) ||
+		    cache != agent->cache)
 			flags |= REGCACHE_GET_NOKEEP;
 	}
 	ret = mem_fill(agent, cache, addr, len, kind, access, flags, &init);

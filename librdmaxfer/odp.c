@@ -37,12 +37,13 @@
  *
  * Security property: an explicit ODP MR is registered like a pinned one,
  * exactly the range and rights of the region (mem.c), and its rkey dies
- * with the region's last handle (or is kept under
- * RDMAXFER_AGENT_CACHE_RKEYS).  Unlike a pinned MR it follows the
- * address: memory unmapped and mapped again at the same address is
- * reachable through a live rkey, so a region must be deregistered before
- * its addresses are reused for anything a peer must not see (as for any
- * remote-access registration here).  The implicit ODP MR covers the whole
+ * with the region's last handle, also under RDMAXFER_AGENT_CACHE_RKEYS
+ * (mem.c).  Unlike a pinned MR it follows the address: memory unmapped
+ * and mapped again at the same address is reachable through a live rkey,
+ * so a region must be deregistered before its addresses are reused for
+ * anything a peer must not see (as for any remote-access registration
+ * here); a kept one would stay reachable until the next call into the ODP
+ * cache applied the unmap.  The implicit ODP MR covers the whole
  * address space: it is registered with local access only, so its key is
  * never an rkey and no peer can reach through it.
  */

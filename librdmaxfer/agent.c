@@ -857,6 +857,7 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 	rx_list_init(&agent->mem_spares);
 	rx_list_init(&agent->async_node);
 	rx_list_init(&agent->deps);
+	agent->gen_stale_min = UINT64_MAX;
 	agent->wake_fd = -1;
 
 	ret = open_device(agent, agent->attr.device);

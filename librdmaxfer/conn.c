@@ -47,6 +47,43 @@ static void qp_init_attr(struct rdmaxfer_agent *agent,
 	init->sq_sig_all = 0;
 }
 
+/*
+ * QP generations.  A work request's wr_id carries the generation of its
+ * QP (12 bits) beside a pointer into a request or a terminator, and a
+ * completion is looked at only if its QP number and generation are a
+ * live QP's (send_wc_current()).  The generations are the agent's, not
+ * the peer slot's: every new QP and every abort (rx_peer_abort()) takes
+ * the next, 1..RX_GEN_SPAN in turn.  Per slot, each peer's first QP had
+ * generation 1, so a provider that gave a new peer's QP the number of a
+ * destroyed one whose completions were still in the CQ would have had
+ * them taken for the new QP's, pointing into freed requests.
+ *
+ * Why the wrap is safe.  A stale completion (number n, generation g) is
+ * mistaken only by a live QP numbered n with generation g.  Such a QP
+ * is either the same verbs QP after an abort, or a new QP that reused n.
+ * The first cannot come back to g: a QP is aborted once per failure, and
+ * nothing is posted to it again (a reconnect replaces it).  The second
+ * needs a completion of a destroyed QP still in the CQ, where it stays
+ * only until the CQ is next seen empty (the provider makes none for a
+ * QP after destroying it); gen_stale_min is the oldest generation count
+ * of a QP destroyed since then.  Before a generation would repeat one of
+ * those (RX_GEN_SPAN counts after it), the CQ is drained first, so no
+ * generation in use can match a stale completion.  Lock held.
+ */
+static void gen_reserve(struct rdmaxfer_agent *agent, unsigned int n)
+{
+	if (agent->gen_stale_min != UINT64_MAX &&
+	    agent->qp_gens + n - agent->gen_stale_min >= RX_GEN_SPAN)
+		rx_poll_cq_locked(agent);	/* seen empty: none stale */
+}
+
+/* Lock held, after gen_reserve(): the next generation. */
+static uint16_t gen_take(struct rdmaxfer_agent *agent)
+{
+	agent->qp_gens++;
+	return (uint16_t)(agent->qp_gens % RX_GEN_SPAN + 1);
+}
+
 /* Create the QP on a cm id and install it into peer->qps[index]. */
 static int install_qp(struct rdmaxfer_peer *peer, unsigned int index,
 		      struct rdma_cm_id *id)
@@ -77,7 +114,9 @@ static int install_qp(struct rdmaxfer_peer *peer, unsigned int index,
 	q->qp = id->qp;
 	q->qpn = id->qp->qp_num;
 	q->index = (uint16_t)index;
-	q->gen++;
+	gen_reserve(agent, 1);
+	q->gen = gen_take(agent);
+	q->gen_first = agent->qp_gens;
 	q->established = false;
 	q->disconnecting = false;
 	q->sq_used = 0;
@@ -94,8 +133,13 @@ static void uninstall_qp(struct rx_qp *q)
 	if (q->peer && q->peer->agent->qpn_cache == q)
 		q->peer->agent->qpn_cache = NULL;
 	if (q->qp) {
+		struct rdmaxfer_agent *agent = q->peer->agent;
+
 		rdma_destroy_qp(q->id);
-		rx_cq_release(q->peer->agent, q->cq_share);
+		rx_cq_release(agent, q->cq_share);
+		/* its completions may still be in the CQ (gen_reserve()) */
+		if (q->gen_first < agent->gen_stale_min)
+			agent->gen_stale_min = q->gen_first;
 	}
 	q->cq_share = 0;
 	q->qp = NULL;
@@ -278,11 +322,12 @@ void rx_peer_abort(struct rdmaxfer_peer *peer, int err)
 	struct rx_list *l;
 	unsigned int i;
 
+	gen_reserve(agent, peer->nqps);
 	for (i = 0; i < peer->nqps; i++) {
 		struct rx_qp *q = &peer->qps[i];
 
 		rx_fail_backlog(q, err);
-		q->gen++;
+		q->gen = gen_take(agent);
 		q->sq_used = 0;
 		rx_qp_drop_terms(q);
 	}

@@ -55,6 +55,8 @@ enum rx_tag {
 #define RX_TAG_MASK		7ULL
 #define RX_GEN_SHIFT		52
 #define RX_PTR_MASK		((1ULL << RX_GEN_SHIFT) - 1)
+/* generations are 1..RX_GEN_SPAN, handed out per agent (conn.c) */
+#define RX_GEN_SPAN		4095U
 
 struct rx_list {
 	struct rx_list *next, *prev;
@@ -115,7 +117,9 @@ struct rx_qp {
 	struct ibv_qp *qp;
 	uint32_t qpn;
 	uint16_t index;
-	uint16_t gen;		/* bumped for every new QP in this slot */
+	uint16_t gen;		/* the agent's next, for every new QP and
+				 * abort (conn.c, gen_take()) */
+	uint64_t gen_first;	/* agent->qp_gens when this QP got its first */
 	bool established;
 	bool disconnecting;
 	uint32_t sq_used;	/* WRs posted and not yet retired */
@@ -400,6 +404,11 @@ struct rdmaxfer_agent {
 	uint32_t cq_size;
 	uint32_t cq_need;
 	uint32_t cq_stale;
+	/* QP generations handed out (conn.c, gen_take()), and the oldest of
+	 * a QP destroyed since the CQ was last seen empty (UINT64_MAX: none):
+	 * its completions may still be in the CQ */
+	uint64_t qp_gens;
+	uint64_t gen_stale_min;
 	/* set by a CQ/SRQ error, device removal or a fatal device event:
 	 * nothing can complete any more, every call fails with it */
 	int fatal;

@@ -709,6 +709,7 @@ int rx_poll_cq_locked(struct rdmaxfer_agent *agent)
 	}
 	/* seen empty: completions of destroyed QPs are all gone */
 	agent->cq_stale = 0;
+	agent->gen_stale_min = UINT64_MAX;
 	return total;
 }
 

@@ -92,7 +92,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -100,13 +99,6 @@
 
 #include "regcache_int.h"
 #include "vma.h"
-
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ	22
-#endif
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE	23
-#endif
 
 #define UFFD_RANGES	512	/* invalidations buffered while waiting for locks */
 #define UFFD_FAULTS	64	/* faults waiting for a retry */
@@ -1025,45 +1017,17 @@ static int uffd_registered_private_anon(uintptr_t s, uintptr_t t)
 	return ret;
 }
 
-/*
- * Missing mode only: fault [s, t) in before it is watched, so that the
- * pin inside the register callback takes no userfault (see the top).
- * Errors are left to the registration to report.
- */
-static void uffd_populate(struct uffd_mon *m, uintptr_t s, uintptr_t t)
-{
-	struct rc_vma v;
-	uintptr_t a;
-
-	while (s < t) {
-		uintptr_t e;
-
-		if (rc_vma_query(s, &v))
-			return;
-		e = v.end < t ? v.end : t;
-		if (madvise((void *)s, e - s, (v.flags & RC_VMA_WRITE) ?
-			    MADV_POPULATE_WRITE : MADV_POPULATE_READ) &&
-		    errno == EINVAL && (v.flags & RC_VMA_READ)) {
-			/*
-			 * Before Linux 5.14: a read maps the zero page, and
-			 * the pin's write fault then copies it without a
-			 * userfault.  A read never changes the contents.
-			 */
-			for (a = s; a < e; a += m->psz)
-				(void)*(volatile const char *)a;
-		}
-		s = e;
-	}
-}
-
 static int uffd_subscribe(struct regcache *cache, struct regcache_entry *e)
 {
 	struct uffd_mon *m = uc(cache)->mon;
 	uintptr_t s = e->node.start, t = e->node.end;
 	int ret, chk;
 
+	/* missing mode: fault [s, t) in before it is watched, so that the
+	 * pin inside the register callback takes no userfault (see the
+	 * top); errors are left to the registration to report */
 	if (!m->wp && !(cache->flags & REGCACHE_ATTR_NO_PIN))
-		uffd_populate(m, s, t);
+		(void)rc_vma_populate(s, t, true);
 	pthread_mutex_lock(&m->watch_lock);
 	ret = uffd_watch_add(m, s, t);
 	pthread_mutex_unlock(&m->watch_lock);

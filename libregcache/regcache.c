@@ -1049,9 +1049,48 @@ static int rc_register_evict(struct regcache *cache, struct regcache_entry *e,
 	return ret;
 }
 
+/*
+ * -EFAULT from the callback for the range a caller named.  On Linux 6.1
+ * a long-term pin cannot wait for a userfault: a page not present in a
+ * range another userfaultfd watches in missing mode (the application's
+ * own), or write-protected by it, fails the pin, where 7.3 waits for
+ * that userfaultfd's handler.  madvise() waits for it on every kernel:
+ * fault the range in as the pin would, read first, then write where the
+ * mapping is writable, and register again after each.  Only the named
+ * range: never a union or an extension, whose pages nobody asked for.
+ * Memory that is not there (a hole, PROT_NONE) fails the populate and
+ * keeps its -EFAULT.  Not for NO_PIN caches: their registrations fault
+ * nothing in.
+ */
+static int rc_register_faulted(struct regcache *cache, struct regcache_entry *e)
+{
+	uintptr_t s = e->node.start, t = e->node.end;
+	int ret = -EFAULT;
+
+	if (cache->flags & REGCACHE_ATTR_NO_PIN)
+		return ret;
+	if (!rc_vma_populate(s, t, false))
+		ret = rc_register_once(cache, e);
+	if (ret == -EFAULT && !rc_vma_populate(s, t, true))
+		ret = rc_register_once(cache, e);
+	return ret;
+}
+
+/* Register the range a caller named (not a union or an extension). */
 static int rc_register(struct regcache *cache, struct regcache_entry *e)
 {
-	return rc_register_evict(cache, e, true);
+	int ret = rc_register_evict(cache, e, true);
+
+	return ret == -EFAULT ? rc_register_faulted(cache, e) : ret;
+}
+
+/* Register what attempt 'level' of a miss asks for (rc_get_slow()). */
+static int rc_register_level(struct regcache *cache, struct regcache_entry *e,
+			     enum rc_try level)
+{
+	if (level == RC_TRY_EXACT)
+		return rc_register(cache, e);
+	return rc_register_evict(cache, e, level != RC_TRY_GROWN);
 }
 
 static void rc_deregister_now(struct regcache *cache, struct regcache_entry *e)
@@ -1208,7 +1247,7 @@ rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 		rc_brlock_write_unlock(&cache->lock);
 		rc_release_list(cache, &release);
 
-		ret = rc_register_evict(cache, e, level != RC_TRY_GROWN);
+		ret = rc_register_level(cache, e, level);
 		while (ret && level != RC_TRY_EXACT) {
 			/*
 			 * An extension the backend refuses, or a union with
@@ -1227,7 +1266,7 @@ rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 			e->cached = !unwatched;
 			rc_brlock_write_unlock(&cache->lock);
 			rc_release_list(cache, &release);
-			ret = rc_register_evict(cache, e, level != RC_TRY_GROWN);
+			ret = rc_register_level(cache, e, level);
 		}
 		merged = level != RC_TRY_EXACT;
 		/*

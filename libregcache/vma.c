@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <linux/fs.h>
@@ -196,4 +197,37 @@ int rc_vma_query_how(uintptr_t addr, struct rc_vma *vma, bool text)
 int rc_vma_query(uintptr_t addr, struct rc_vma *vma)
 {
 	return rc_vma_query_how(addr, vma, false);
+}
+
+int rc_vma_populate(uintptr_t s, uintptr_t t, bool write)
+{
+	size_t psz = (size_t)sysconf(_SC_PAGESIZE);
+	struct rc_vma v;
+	uintptr_t a;
+	int ret;
+
+	while (s < t) {
+		uintptr_t e;
+		bool w;
+
+		ret = rc_vma_query(s, &v);
+		if (ret)
+			return ret == -ENOENT ? -EFAULT : ret;
+		e = v.end < t ? v.end : t;
+		w = write && (v.flags & RC_VMA_WRITE);
+		if (madvise((void *)s, e - s, w ? MADV_POPULATE_WRITE :
+						  MADV_POPULATE_READ)) {
+			if (errno != EINVAL || !(v.flags & RC_VMA_READ))
+				return errno == ENOMEM ? -EFAULT : -errno;
+			/*
+			 * Before Linux 5.14: a read maps the zero page, and
+			 * a pin's write fault then copies it without a
+			 * userfault.  A read never changes the contents.
+			 */
+			for (a = s; a < e; a += psz)
+				(void)*(volatile const char *)a;
+		}
+		s = e;
+	}
+	return 0;
 }

@@ -46,6 +46,17 @@ static inline bool rc_vma_private_anon(const struct rc_vma *vma)
  * it, else through the text of /proc/self/maps (for the unit tests). */
 int rc_vma_query_how(uintptr_t addr, struct rc_vma *vma, bool text);
 
+/*
+ * Fault [s, t) in through madvise(MADV_POPULATE_READ, or _WRITE where
+ * write and the mapping is writable; before Linux 5.14 a read of each
+ * page), as a pin would, but the way a userfaultfd handler can serve:
+ * a long-term pin on Linux 6.1 fails a userfault with EFAULT, madvise()
+ * waits for the handler.  0, or the first -errno (a hole, a mapping that
+ * cannot be read).  Nothing changes contents (a read, or a write fault
+ * that maps what the kernel would).
+ */
+int rc_vma_populate(uintptr_t s, uintptr_t t, bool write);
+
 /* Parse one /proc/PID/maps line into *vma (exposed for the unit tests). */
 int rc_vma_parse_line(const char *line, struct rc_vma *vma);
 

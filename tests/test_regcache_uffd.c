@@ -12,7 +12,11 @@
  *   every munmap, a range one of them stops watching stays watched for
  *   the other, destroying one leaves the other working.
  * - A range the application registered with its own userfaultfd is
- *   served uncached, counted in uffd_foreign, and said once on stderr.
+ *   served uncached, counted in uffd_foreign, and said once on stderr;
+ *   also where its pages are not there yet, with a backend that fails
+ *   a fault as Linux 6.1's long-term pin does (-EFAULT: it cannot wait
+ *   for the application's handler): the cache faults the range in
+ *   through that handler first.
  * - A child that creates a cache after fork gets a working monitor.
  */
 #include "config.h"
@@ -36,6 +40,7 @@
 
 #include "regcache.h"
 #include "rc_test.h"
+#include "rc_app_uffd.h"
 #include "test_regcache_backend.h"
 
 static size_t psz;
@@ -587,6 +592,70 @@ static void t_foreign(void)
 	munmap(a, len);
 }
 
+/*
+ * A pin as Linux 6.1's FOLL_LONGTERM pin behaves in a range another
+ * userfaultfd watches: a page that is not there needs a userfault, which
+ * it cannot wait for, so the registration fails with -EFAULT.
+ */
+static int pin61_reg(void *user, void *addr, size_t len, uint32_t access,
+		     void **handle)
+{
+	uintptr_t s = (uintptr_t)addr & ~(uintptr_t)(psz - 1);
+	size_t n = ((uintptr_t)addr + len - s + psz - 1) / psz, i;
+	unsigned char *vec = malloc(n);
+	int ret = 0;
+
+	if (!vec || mincore((void *)s, n * psz, vec))
+		ret = -EFAULT;
+	for (i = 0; !ret && i < n; i++)
+		if (!(vec[i] & 1))
+			ret = -EFAULT;
+	free(vec);
+	return ret ? ret : tb_reg(user, addr, len, access, handle);
+}
+
+static void t_foreign_untouched(void)
+{
+	struct tb_backend be;
+	struct regcache_attr a = {
+		.reg = pin61_reg, .dereg = tb_dereg, .user = &be,
+		.monitor = REGCACHE_MONITOR_UFFD, .merge_max = 1,
+		.flags = env_flags(),
+	};
+	struct regcache_entry *e;
+	struct app_uffd u;
+	struct regcache *c;
+	size_t len = 8 * psz, i;
+	char *p = anon(len);
+	int ret;
+
+	ret = app_uffd_open(&u, 'L');
+	if (ret) {
+		munmap(p, len);
+		rc_skip("userfaultfd: %s", strerror(-ret));
+		return;
+	}
+	CU_ASSERT_EQUAL_FATAL(app_uffd_watch(&u, p, len,
+					     UFFDIO_REGISTER_MODE_MISSING), 0);
+	memset(&be, 0, sizeof(be));
+	CU_ASSERT_EQUAL_FATAL(regcache_create(&a, &c), 0);
+	ret = regcache_get(c, p, len, 1, &e);
+	if (ret)
+		rc_diag("get of never-touched memory the application "
+			"watches: %s", strerror(-ret));
+	CU_ASSERT_EQUAL_FATAL(ret, 0);
+	CU_ASSERT_FALSE(regcache_entry_cached(e));
+	CU_ASSERT_EQUAL(regcache_put(c, e), 0);
+	/* through the application's handler: its pages, every one */
+	CU_ASSERT_EQUAL(u.missing, (long)(len / psz));
+	for (i = 0; i < len; i += psz)
+		CU_ASSERT_EQUAL(p[i], 'L');
+	CU_ASSERT_EQUAL(stats(c).uffd_foreign, 1);
+	destroy(c, &be);
+	app_uffd_close(&u);
+	munmap(p, len);
+}
+
 /* --------------------------------------------------------------- fork */
 
 static void t_fork_new_cache(void)
@@ -663,6 +732,7 @@ static const struct rc_test_case cases[] = {
 	{ "cache_churn", t_cache_churn },
 	{ "two_caches_threads", t_two_caches_threads },
 	{ "foreign_uffd", t_foreign },
+	{ "foreign_uffd_untouched", t_foreign_untouched },
 	{ "fork_new_cache", t_fork_new_cache },
 	{ NULL, NULL }
 };

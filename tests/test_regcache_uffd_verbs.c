@@ -12,6 +12,12 @@
  *   ibv_reg_mr() does (6.1 failed the pin with EFAULT in a missing-mode
  *   range; 7.3 took 2 s for 4 MiB), and a WRITE into an on-demand-paging
  *   registration of it must land (7.3).
+ * - Memory the application watches with its own userfaultfd: never
+ *   touched in missing mode, or written and then write-protected by it.
+ *   regcache_get() must succeed on both kernels and go through the
+ *   application's handler (6.1's long-term pin cannot wait for it and
+ *   failed with EFAULT, where 7.3 waits), the WRITE must land, and the
+ *   get be counted in uffd_foreign.
  * - Two caches in one process both cache and both see an munmap.
  * - The limits libregcache(7) documents for pinned registrations: a
  *   parent writing after fork keeps its pinned pages (the child gets
@@ -41,6 +47,7 @@
 #include "regcache.h"
 #include "rc_test.h"
 #include "rc_verbs.h"
+#include "rc_app_uffd.h"
 
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE	25
@@ -317,6 +324,52 @@ static void t_untouched(void)
 	regcache_flush(cache);
 	munmap(a, BIG);
 	munmap(b, BIG);
+}
+
+/* ------------------------------------- the application's own userfaultfd */
+
+static void t_foreign(void)
+{
+	struct regcache *c = new_cache(0);	/* fresh counters */
+	struct regcache_stats st;
+	struct app_uffd u;
+	char *a = anon(LEN), *b = anon(LEN);
+	long wp0;
+	int ret;
+
+	ret = app_uffd_open(&u, 'L');
+	if (ret) {
+		rc_skip("userfaultfd: %s", strerror(-ret));
+		goto out;
+	}
+	CU_ASSERT_EQUAL_FATAL(app_uffd_watch(&u, a, LEN,
+					     UFFDIO_REGISTER_MODE_MISSING), 0);
+	CU_ASSERT(write_through(c, a, LEN, 'M', NULL));
+	rc_diag("never touched, missing mode: the application served %ld "
+		"faults", (long)u.missing);
+	CU_ASSERT_EQUAL(u.missing, (long)(LEN / psz));
+
+	memset(b, 'b', LEN);
+	ret = app_uffd_watch(&u, b, LEN, UFFDIO_REGISTER_MODE_WP);
+	if (!ret)
+		ret = app_uffd_protect(&u, b, LEN);
+	if (ret) {
+		rc_diag("write-protect mode: %s (not tried)", strerror(-ret));
+	} else {
+		wp0 = u.wp;
+		CU_ASSERT(write_through(c, b, LEN, 'W', NULL));
+		rc_diag("write-protected: the application served %ld faults",
+			(long)(u.wp - wp0));
+		CU_ASSERT(u.wp > wp0);
+	}
+	CU_ASSERT_EQUAL(regcache_get_stats(c, &st), 0);
+	CU_ASSERT_EQUAL(st.uffd_foreign, ret ? 1 : 2);
+	CU_ASSERT_EQUAL(st.entries, 0);
+	app_uffd_close(&u);
+out:
+	regcache_destroy(c);
+	munmap(a, LEN);
+	munmap(b, LEN);
 }
 
 /*
@@ -634,6 +687,7 @@ static const struct rc_test_case cases[] = {
 	{ "memfd_truncate_write", t_memfd_truncate },
 	{ "untouched_pinned", t_untouched },
 	{ "untouched_odp", t_untouched_odp },
+	{ "foreign_uffd", t_foreign },
 	{ "two_caches_write", t_two_caches },
 	{ "fork_parent_write", t_fork_parent_write },
 	{ "ksm_pinned", t_ksm },

@@ -40,6 +40,13 @@ rc_run "rdmaxfer checks" timeout 240 env REGCACHE_MONITOR=uffd \
 	"$RC_BUILDDIR/tests/test_rdmaxfer_checks"
 rc_run "rdmaxfer single thread (uffd monitor)" timeout 120 \
 	env REGCACHE_MONITOR=uffd "$RC_BUILDDIR/tests/test_rdmaxfer_single"
+# the API's traps (destroy orders, blocking calls in a callback, READ-only
+# exports, ODP under cached rkeys, a stale completion): glibc overwrites
+# freed memory and keeps no tcache (whose frees it does not overwrite),
+# so a use-after-free there reads garbage instead of passing unseen
+rc_run "rdmaxfer api" timeout 200 env REGCACHE_MONITOR=uffd \
+	GLIBC_TUNABLES=glibc.malloc.tcache_count=0 \
+	"$RC_BUILDDIR/tests/test_rdmaxfer_api"
 # a silent responder ends a request with -ETIMEDOUT; refused READs in a
 # row each end with -EACCES (fewer of them under CI)
 storm=150

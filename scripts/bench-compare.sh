@@ -150,8 +150,8 @@ fi
 # parity band here is +-10 %, and stable@ in the table says how many each
 # row needed.
 case $scale in
-quick) : "${reps:=3}" nixl_iters=3 ;;
-*) : "${reps:=7}" nixl_iters=4 ;;
+quick) : "${reps:=3}"; nixl_iters=3 ;;
+*) : "${reps:=7}"; nixl_iters=4 ;;
 esac
 bw_sizes="64 4096 65536 1048576"
 lat_sizes="2 4096"

@@ -27,7 +27,7 @@ rc=0
 for k in $kernels; do
 	echo "bench-compare-host: kernel $k, scale $scale (a few minutes)"
 	make -C "$build/tests" check-vm VM_KERNELS="$k" VM_SUITES=bench-compare \
-		VM_MEM=3G VM_TIMEOUT=${VM_TIMEOUT:-3600} \
+		VM_MEM=3G VM_TIMEOUT="${VM_TIMEOUT:-3600}" \
 		VM_APPEND="rc.scale=$scale${RC_BENCH_REPS:+ rc.reps=$RC_BENCH_REPS}${RC_BENCH_EXTRAS:+ rc.extras=$RC_BENCH_EXTRAS}${RC_BENCH_ROWS:+ rc.rows=$RC_BENCH_ROWS}" \
 		${VM_CACHE:+VM_CACHE="$VM_CACHE"} >"$build/bench-results/make-$k.log" 2>&1 || rc=1
 	res=$build/tests/vm/results/bench-compare@$k

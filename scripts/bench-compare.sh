@@ -258,9 +258,12 @@ run_pair()
 			c="$srv -p $port $addr"
 			;;
 		esac
+		# $s and $c are command lines: split into words on purpose
+		# shellcheck disable=SC2086
 		timeout 120 taskset -c "$cpu_s" $s >"$out/srv.out" 2>&1 &
 		spid=$!
 		wait_ready "$tool" "$out/srv.out" "$port"
+		# shellcheck disable=SC2086
 		timeout 120 taskset -c "$cpu_c" $c >"$out/cli.out" 2>&1
 		crc=$?
 		[ "$crc" != 0 ] && kill "$spid" 2>/dev/null
@@ -339,17 +342,18 @@ rep=1
 while [ $rep -le "$reps" ]; do
 	for test in write_bw read_bw; do
 		for size in $bw_sizes; do
-			want $test "$size" || continue
+			want "$test" "$size" || continue
 			# -Q 1 matters where messages are small; above 4 KiB
 			# a CQE per message is noise against the data
 			q1=
-			[ "$size" -le 4096 ] && q1=pt_q1
-			run_rotated $test "$size" $rep ours16 pt_l16 ours1 pt $q1 ${have_ucx:+ucx}
+			[ "$size" -le 4096 ] && q1=1
+			run_rotated "$test" "$size" "$rep" ours16 pt_l16 ours1 pt \
+				${q1:+pt_q1} ${have_ucx:+ucx}
 		done
 	done
 	for size in $lat_sizes; do
 		want write_lat "$size" || continue
-		run_rotated write_lat "$size" $rep ours pt ${have_ucx:+ucx}
+		run_rotated write_lat "$size" "$rep" ours pt ${have_ucx:+ucx}
 	done
 	echo "bench-compare: repetition $rep of $reps done (t=$(elapsed) s)"
 	rep=$((rep + 1))
@@ -383,7 +387,7 @@ nixl_run()
 	shift
 	port=$((port + 1))
 	echo "nixl $name: $* (t=$(elapsed) s)"
-	timeout 900 taskset -c "$cpu_s" "$bench" -d "$dev" $gidopt -p $port nixl >"$out/nixl-$name.srv" 2>&1 &
+	timeout 900 taskset -c "$cpu_s" "$bench" -d "$dev" ${gid:+-x "$gid"} -p $port nixl >"$out/nixl-$name.srv" 2>&1 &
 	spid=$!
 	# the client is refused if it comes before the server listens
 	i=0
@@ -392,7 +396,7 @@ nixl_run()
 		sleep 0.2
 		i=$((i + 1))
 	done
-	timeout 900 taskset -c "$cpu_c" "$bench" -d "$dev" $gidopt -p $port --validate "$@" nixl "$addr" >"$out/nixl-$name.txt" 2>&1 ||
+	timeout 900 taskset -c "$cpu_c" "$bench" -d "$dev" ${gid:+-x "$gid"} -p $port --validate "$@" nixl "$addr" >"$out/nixl-$name.txt" 2>&1 ||
 		echo "nixl $name failed: $(tail -n 2 "$out/nixl-$name.txt")"
 	wait "$spid" 2>/dev/null
 	# csv copy of the rows for the table

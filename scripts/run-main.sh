@@ -62,10 +62,12 @@ mkdir -p "$build"
 build=$(cd "$build" && pwd)
 if [ ! -x "$top/configure" ]; then
 	say "autoreconf -fi (output: $build/autoreconf.log)"
+	# shellcheck disable=SC2016 # $1 is the inner shell's
 	step "$build/autoreconf.log" sh -c 'cd "$1" && autoreconf -fi' sh "$top"
 fi
 if [ ! -f "$build/config.status" ]; then
 	say "configuring in $build (output: $build/configure.log)"
+	# shellcheck disable=SC2016 # $1 and $2 are the inner shell's
 	step "$build/configure.log" sh -c 'cd "$1" && "$2/configure"' sh "$build" "$top"
 fi
 say "building (make -j$jobs; output: $build/make.log)"
@@ -112,6 +114,7 @@ run_vm()
 	done
 	# Only the script's own progress lines reach the terminal; the
 	# tables come once, at the end.
+	# shellcheck disable=SC2086 # the list of kernels, one word each
 	{ "$top/scripts/bench-compare-host.sh" "$build" $kernels; echo $? >"$results/.status"; } 2>&1 |
 		tee "$log" | grep --line-buffered '^bench-compare-host: kernel' || true
 	return "$(cat "$results/.status" 2>/dev/null || echo 1)"

@@ -10,12 +10,12 @@
 # size) and prints the tables, which it also keeps in
 # BUILD/bench-results/compare-KERNEL.txt (the plot: write_bw-KERNEL.png).
 #
-# Environment: RC_BENCH_SCALE=quick|standard|full (default standard: 5
-# repetitions, about 10 minutes per kernel on a quiet 2-core machine;
-# quick: 1 repetition, about 3 minutes, to see that every part runs;
-# full: 7 repetitions), RC_BENCH_REPS=N (repetitions per side, overrides
-# the scale's), RC_BENCH_EXTRAS=no (only the like-for-like table),
-# RC_BENCH_ROWS=TEST:BYTES,... (only those rows of it, e.g.
+# Environment: RC_BENCH_SCALE=quick|standard|full (default standard: 4
+# repetitions, 10-15 minutes per kernel on the 2-core machine, quiet to
+# loaded; quick: 1 repetition, about 3 minutes, to see that every part
+# runs; full: 7 repetitions), RC_BENCH_REPS=N (repetitions per side,
+# overrides the scale's), RC_BENCH_EXTRAS=no (only the like-for-like
+# table), RC_BENCH_ROWS=TEST:BYTES,... (only those rows of it, e.g.
 # read_bw:4096,read_bw:64), VM_CACHE (the harness's kernel cache).
 #
 # While a guest runs, its progress lines (bench-compare.sh's

@@ -44,7 +44,7 @@
 #   bench-compare.sh --table DIR      (re-render DIR/raw.csv, no runs)
 #
 # Scales: quick (one repetition and small NIXL runs: to see that every
-# part runs, its verdicts not worth reading), standard (the default: 5
+# part runs, its verdicts not worth reading), standard (the default: 4
 # repetitions) and full (7, and the plot's curves from 3).
 #
 # Writes DIR/raw.csv (every run), DIR/commands.txt (the exact command
@@ -160,7 +160,7 @@ fi
 # row needed.  plot_reps: the --compare repetitions behind the plot.
 case $scale in
 quick) : "${reps:=1}"; nixl_iters=3; plot_reps=1 ;;
-standard) : "${reps:=5}"; nixl_iters=4; plot_reps=1 ;;
+standard) : "${reps:=4}"; nixl_iters=4; plot_reps=1 ;;
 *) : "${reps:=7}"; nixl_iters=4; plot_reps=3 ;;
 esac
 bw_sizes="64 4096 65536 1048576"

@@ -27,9 +27,9 @@
 # Environment: BUILD (build directory, default ./build-main),
 # RC_NO_INSTALL=1 (skip apt-get), VM_KERNELS (default "6.1": Debian 12's
 # kernel; "6.1 7.3" adds the newest Debian kernel), RC_BENCH_SCALE
-# (quick|standard|full, default standard: 5 repetitions, about 10 minutes
-# per kernel under QEMU on a quiet 2-core machine; quick: 1, about 3
-# minutes; full: 7), RC_BENCH_REPS, RC_BENCH_EXTRAS and RC_BENCH_ROWS
+# (quick|standard|full, default standard: 4 repetitions, 10-15 minutes
+# per kernel under QEMU on the 2-core machine, quiet to loaded; quick: 1,
+# about 3 minutes; full: 7), RC_BENCH_REPS, RC_BENCH_EXTRAS and RC_BENCH_ROWS
 # (see scripts/bench-compare-host.sh), VM_CACHE (the QEMU harness's
 # kernel cache, default BUILD/tests/vm/cache; point it at a shared folder
 # to download each kernel once).  The clone and BUILD may live anywhere
@@ -118,7 +118,7 @@ run_real_device()
 		say "$real_dev has no IPv4 address (netdev '${ndev:-none}'): cannot run the loopback benchmark"
 		return 1
 	fi
-	rm -f "$results/compare.txt"
+	rm -f "$results/compare.txt" "$results/write_bw.png"
 	say "benchmark running (scale $scale; whole output: $log)"
 	rm -f "$results/.status"
 	{ sh "$top/scripts/bench-compare.sh" --bench "$build/utils/rdmaxfer-bench" \

@@ -30,6 +30,14 @@ kernels=${*:-6.1}
 scale=${RC_BENCH_SCALE:-standard}
 build=$(cd "$build" && pwd) || exit 1
 mkdir -p "$build/bench-results"
+# the guest's time limit (VM_TIMEOUT overrides): about four times what
+# the scale takes on a quiet machine, since a loaded one (load 10, other
+# guests beside it) took three times as long
+case $scale in
+quick) tmo=1800 ;;
+standard) tmo=3600 ;;
+*) tmo=7200 ;;
+esac
 
 # follow PID FILE: until PID ends, print the progress lines that appear
 # in the console log FILE (complete lines only; a console that shrinks
@@ -64,7 +72,7 @@ for k in $kernels; do
 	# not a previous run's console, before this run's boot replaces it
 	rm -f "$console"
 	make -C "$build/tests" check-vm VM_KERNELS="$k" VM_SUITES=bench-compare \
-		VM_MEM=3G VM_TIMEOUT="${VM_TIMEOUT:-3600}" \
+		VM_MEM=3G VM_TIMEOUT="${VM_TIMEOUT:-$tmo}" \
 		VM_APPEND="rc.scale=$scale${RC_BENCH_REPS:+ rc.reps=$RC_BENCH_REPS}${RC_BENCH_EXTRAS:+ rc.extras=$RC_BENCH_EXTRAS}${RC_BENCH_ROWS:+ rc.rows=$RC_BENCH_ROWS}" \
 		${VM_CACHE:+VM_CACHE="$VM_CACHE"} >"$build/bench-results/make-$k.log" 2>&1 &
 	mpid=$!

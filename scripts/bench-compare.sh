@@ -39,13 +39,22 @@
 # verdict no longer changed: how many this row needed.
 #
 #   bench-compare.sh --bench PATH --device DEV --addr IPV4 --out DIR
-#                    [--gid N] [--scale quick|full] [--reps N]
+#                    [--gid N] [--scale quick|standard|full] [--reps N]
 #                    [--extras yes|no] [--kernel NAME] [--rows LIST]
 #   bench-compare.sh --table DIR      (re-render DIR/raw.csv, no runs)
 #
+# Scales: quick (one repetition and small NIXL runs: to see that every
+# part runs, its verdicts not worth reading), standard (the default: 4
+# repetitions) and full (7, and the plot's curves from 3).
+#
 # Writes DIR/raw.csv (every run), DIR/commands.txt (the exact command
-# lines), DIR/reg.txt, DIR/nixl*.txt and DIR/compare.txt (the tables), and
-# prints compare.txt at the end.  --rows TEST:BYTES[,TEST:BYTES...]
+# lines), DIR/reg.txt, DIR/nixl*.txt, DIR/compare.txt (the tables) and
+# DIR/write_bw.png (rdmaxfer-bench --compare --plot: ours and perftest's
+# write bandwidth against the message size, 2 B to 8 MiB), and prints
+# compare.txt at the end.  Progress goes to stdout as it runs, one line
+# per row and repetition and per extra step, each starting with
+# "bench-compare: [K/N]": the step, the time elapsed and an estimate of
+# the time left.  --rows TEST:BYTES[,TEST:BYTES...]
 # (for example read_bw:4096,read_bw:64) runs only those rows of the
 # like-for-like table, every side of each: to give a row in doubt more
 # repetitions without the hour the whole table would take.
@@ -56,7 +65,7 @@ dev=
 addr=
 gid=
 out=
-scale=full
+scale=standard
 reps=
 extras=yes
 rows=
@@ -87,12 +96,12 @@ if [ -n "$table_only" ]; then
 	exec python3 "$here/bench-compare-table.py" "$out"
 fi
 if [ -z "$bench" ] || [ -z "$dev" ] || [ -z "$addr" ] || [ -z "$out" ]; then
-	echo "usage: bench-compare.sh --bench PATH --device DEV --addr IPV4 --out DIR [--gid N] [--scale quick|full] [--reps N] [--extras yes|no] [--rows TEST:BYTES,...]" >&2
+	echo "usage: bench-compare.sh --bench PATH --device DEV --addr IPV4 --out DIR [--gid N] [--scale quick|standard|full] [--reps N] [--extras yes|no] [--rows TEST:BYTES,...]" >&2
 	exit 2
 fi
 case $scale in
-quick|full) ;;
-*) echo "bench-compare: --scale is quick or full, not '$scale'" >&2; exit 2 ;;
+quick|standard|full) ;;
+*) echo "bench-compare: --scale is quick, standard or full, not '$scale'" >&2; exit 2 ;;
 esac
 for r in $(echo "$rows" | tr ',' ' '); do
 	case $r in
@@ -148,10 +157,11 @@ fi
 # Repetitions: every side of every row runs this many times.  VM-FACTS.md
 # measured 8-23 per side for a +-5 % ratio at 64 B-4 KiB under TCG; the
 # parity band here is +-10 %, and stable@ in the table says how many each
-# row needed.
+# row needed.  plot_reps: the --compare repetitions behind the plot.
 case $scale in
-quick) : "${reps:=3}" nixl_iters=3 ;;
-*) : "${reps:=7}" nixl_iters=4 ;;
+quick) : "${reps:=1}"; nixl_iters=3; plot_reps=1 ;;
+standard) : "${reps:=4}"; nixl_iters=4; plot_reps=1 ;;
+*) : "${reps:=7}"; nixl_iters=4; plot_reps=3 ;;
 esac
 bw_sizes="64 4096 65536 1048576"
 lat_sizes="2 4096"
@@ -258,9 +268,12 @@ run_pair()
 			c="$srv -p $port $addr"
 			;;
 		esac
+		# $s and $c are command lines: split into words on purpose
+		# shellcheck disable=SC2086
 		timeout 120 taskset -c "$cpu_s" $s >"$out/srv.out" 2>&1 &
 		spid=$!
 		wait_ready "$tool" "$out/srv.out" "$port"
+		# shellcheck disable=SC2086
 		timeout 120 taskset -c "$cpu_c" $c >"$out/cli.out" 2>&1
 		crc=$?
 		[ "$crc" != 0 ] && kill "$spid" 2>/dev/null
@@ -326,7 +339,7 @@ run_rotated()
 	done
 }
 
-echo "bench-compare: $dev $addr, kernel $kernel, scale $scale, $reps repetitions, $ncpu CPUs${have_ucx:+, with UCX}${rows:+, rows $rows}"
+echo "bench-compare: $dev $addr, kernel $kernel, scale $scale, $reps repetition(s), $ncpu CPUs${have_ucx:+, with UCX}${rows:+, rows $rows}"
 ibv_devinfo -d "$dev" >"$out/devinfo.txt" 2>&1
 {
 	echo "perftest: $(dpkg-query -W -f '${Version}' perftest 2>/dev/null || echo unknown)"
@@ -334,30 +347,123 @@ ibv_devinfo -d "$dev" >"$out/devinfo.txt" 2>&1
 		echo "ucx: $(dpkg-query -W -f '${Version}' ucx-utils 2>/dev/null || echo unknown), env $ucx_env"
 } >"$out/versions.txt"
 
-# --- like for like, interleaved --------------------------------------
-rep=1
-while [ $rep -le "$reps" ]; do
+# The NIXL scenario's size.  The requested 512 MiB in 128 chunks moves
+# ~13 s per iteration at rxe-under-TCG speed, so the guest runs 256 MiB
+# (3 GiB guest) or 128 MiB; MemAvailable decides (source and target
+# buffer both live in this machine).
+avail_kb=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
+if [ "${avail_kb:-0}" -gt 3000000 ]; then total=512M
+elif [ "${avail_kb:-0}" -gt 1500000 ]; then total=256M
+else total=128M; fi
+[ "$scale" = quick ] && total=64M
+
+# --- progress -----------------------------------------------------------
+# Each step (one row at one repetition, every side of it; each extra) has
+# a cost: its seconds on the 2-core machine, in tenths, measured with a
+# 6.1 guest at load 2 (a like-for-like run 21 on average, a registration
+# table 20, the two NIXL runs at quick scale 110 and 40, the plot 330).
+# The estimate of what is left is the cost of the steps left, scaled by
+# the elapsed time over the cost of the steps done: on a loaded machine
+# it grows with the slowness seen so far.
+RUN_COST=21
+REG_COST=20
+# the seed NIXL run: 11 s at 64M and 3 iterations, both caches
+seed_cost=$((110 * ${total%M} * (nixl_iters + 1) / (64 * 4)))
+small_cost=$((40 * (nixl_iters + 1) / 4))
+# the plot: 2 B to 8 MiB, 32 writes each, both tools, per repetition
+PLOT_COST=330
+steps_total=0 cost_total=0 steps_done=0 cost_done=0
+
+# fmt_secs S: "45s", "3m05s"
+fmt_secs()
+{
+	if [ "$1" -lt 60 ]; then
+		echo "${1}s"
+	else
+		printf '%dm%02ds\n' $(($1 / 60)) $(($1 % 60))
+	fi
+}
+
+# step_done COST WHAT: one step of the plan is done; print the line.
+step_done()
+{
+	steps_done=$((steps_done + 1))
+	cost_done=$((cost_done + $1))
+	e=$(elapsed)
+	left=$(((cost_total - cost_done) * e / (cost_done > 0 ? cost_done : 1)))
+	echo "bench-compare: [$steps_done/$steps_total] $2 | $(fmt_secs "$e") elapsed, about $(fmt_secs "$left") left"
+}
+
+# row_ratio TEST SIZE REP: ours over its matched peer in that repetition
+# (--batch 16 vs perftest -l 16; latency: perftest over ours), or "-"
+row_ratio()
+{
+	awk -F, -v t="$1" -v s="$2" -v r="$3" '
+		$3 == t && $4 == s && $5 == r { v[$2] = $6 }
+		END {
+			if (t ~ /_bw$/) { a = v["ours16"]; b = v["pt_l16"] }
+			else { a = v["pt"]; b = v["ours"] }
+			if (a > 0 && b > 0) printf "%.2f", a / b
+			else printf "-"
+		}' "$raw"
+}
+
+# each_row FN REP: FN TEST SIZE REP TOOL... for every row of the table
+# (those of --rows), in the table's order.
+each_row()
+{
 	for test in write_bw read_bw; do
 		for size in $bw_sizes; do
-			want $test "$size" || continue
+			want "$test" "$size" || continue
 			# -Q 1 matters where messages are small; above 4 KiB
 			# a CQE per message is noise against the data
 			q1=
-			[ "$size" -le 4096 ] && q1=pt_q1
-			run_rotated $test "$size" $rep ours16 pt_l16 ours1 pt $q1 ${have_ucx:+ucx}
+			[ "$size" -le 4096 ] && q1=1
+			"$1" "$test" "$size" "$2" ours16 pt_l16 ours1 pt \
+				${q1:+pt_q1} ${have_ucx:+ucx}
 		done
 	done
 	for size in $lat_sizes; do
 		want write_lat "$size" || continue
-		run_rotated write_lat "$size" $rep ours pt ${have_ucx:+ucx}
+		"$1" write_lat "$size" "$2" ours pt ${have_ucx:+ucx}
 	done
-	echo "bench-compare: repetition $rep of $reps done (t=$(elapsed) s)"
+}
+plan_row()
+{
+	shift 3
+	steps_total=$((steps_total + 1))
+	cost_total=$((cost_total + $# * RUN_COST))
+}
+run_row()
+{
+	run_rotated "$@"
+	case $1 in
+	*_bw) what="ours/perftest -l 16" ;;
+	*) what="ours/perftest" ;;
+	esac
+	step_done $((($# - 3) * RUN_COST)) "$1 $2 B, repetition $3 of $reps ($(($# - 3)) sides): $what $(row_ratio "$1" "$2" "$3")"
+}
+rep=1
+while [ $rep -le "$reps" ]; do
+	each_row plan_row $rep
+	rep=$((rep + 1))
+done
+if [ "$extras" = yes ]; then
+	steps_total=$((steps_total + 4))
+	cost_total=$((cost_total + REG_COST + seed_cost + small_cost + plot_reps * PLOT_COST))
+fi
+echo "bench-compare: $steps_total steps; the estimate of what is left is first a guess, then follows the speed seen"
+
+# --- like for like, interleaved --------------------------------------
+rep=1
+while [ $rep -le "$reps" ]; do
+	each_row run_row $rep
 	rep=$((rep + 1))
 done
 
 if [ "$extras" != yes ]; then
 	python3 "$here/bench-compare-table.py" "$out" | tee "$out/compare.txt"
-	echo "bench-compare: done in $(elapsed) s; results in $out"
+	echo "bench-compare: done in $(fmt_secs "$(elapsed)"); results in $out"
 	exit 0
 fi
 
@@ -366,24 +472,16 @@ echo "reg table (t=$(elapsed) s)"
 timeout 300 taskset -c "$cpu_c" "$bench" -d "$dev" -a -n 20 reg >"$out/reg.txt" 2>&1 ||
 	echo "reg failed: $(tail -n 1 "$out/reg.txt")"
 timeout 300 taskset -c "$cpu_c" "$bench" -d "$dev" -a -n 20 --csv reg >"$out/reg.csv" 2>/dev/null
+step_done $REG_COST "registration table (raw ibv_reg_mr vs cache hit)"
 
 # --- the nixl scenario: registration share, cache off vs on ------------
-# total / chunks: the requested 512 MiB in 128 chunks moves ~13 s per
-# iteration at rxe-under-TCG speed, so the guest runs 256 MiB (3 GiB
-# guest) or 128 MiB; MemAvailable decides (source and target buffer both
-# live in this machine).
-avail_kb=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
-if [ "${avail_kb:-0}" -gt 3000000 ]; then total=512M
-elif [ "${avail_kb:-0}" -gt 1500000 ]; then total=256M
-else total=128M; fi
-[ "$scale" = quick ] && total=64M
 nixl_run()
 {
 	name=$1
 	shift
 	port=$((port + 1))
 	echo "nixl $name: $* (t=$(elapsed) s)"
-	timeout 900 taskset -c "$cpu_s" "$bench" -d "$dev" $gidopt -p $port nixl >"$out/nixl-$name.srv" 2>&1 &
+	timeout 900 taskset -c "$cpu_s" "$bench" -d "$dev" ${gid:+-x "$gid"} -p $port nixl >"$out/nixl-$name.srv" 2>&1 &
 	spid=$!
 	# the client is refused if it comes before the server listens
 	i=0
@@ -392,7 +490,7 @@ nixl_run()
 		sleep 0.2
 		i=$((i + 1))
 	done
-	timeout 900 taskset -c "$cpu_c" "$bench" -d "$dev" $gidopt -p $port --validate "$@" nixl "$addr" >"$out/nixl-$name.txt" 2>&1 ||
+	timeout 900 taskset -c "$cpu_c" "$bench" -d "$dev" ${gid:+-x "$gid"} -p $port --validate "$@" nixl "$addr" >"$out/nixl-$name.txt" 2>&1 ||
 		echo "nixl $name failed: $(tail -n 2 "$out/nixl-$name.txt")"
 	wait "$spid" 2>/dev/null
 	# csv copy of the rows for the table
@@ -400,9 +498,30 @@ nixl_run()
 		"$out/nixl-$name.txt" >"$out/nixl-$name.csv"
 }
 nixl_run seed --total "$total" --chunks 128 -n "$nixl_iters" --cache both
+step_done "$seed_cost" "NIXL scenario, $total in 128 chunks, cache off and on"
 # many small chunks (4 KiB, paged KV-cache blocks): registration dominates
 nixl_run small --total 8M --chunks 2048 -n "$nixl_iters" --cache both
+step_done "$small_cost" "NIXL scenario, 8M in 2048 chunks of 4 KiB, cache off and on"
+
+# --- the plot: rdmaxfer-bench --compare --plot ---------------------------
+# Ours (--batch 16) and perftest (-l 16) interleaved, every size from 2 B
+# to 8 MiB, 32 writes each (a curve, not a table: the table above is the
+# measurement), drawn by gnuplot into write_bw.png.  Its output, with
+# the command lines and a table of its own, is in plot.txt.
+port=$((port + 2))
+echo "plot: --compare --reps $plot_reps -a -n 32 --plot (t=$(elapsed) s)"
+rm -f "$out/write_bw.png"
+timeout 1800 "$bench" -d "$dev" ${gid:+-x "$gid"} -p $port --compare \
+	--reps "$plot_reps" --batch 16 -a -n 32 --plot "$out/write_bw.png" \
+	write_bw "$addr" >"$out/plot.txt" 2>&1 ||
+	echo "plot failed: $(tail -n 2 "$out/plot.txt")"
+port=$((port + 2 * plot_reps))
+if [ -s "$out/write_bw.png" ]; then
+	step_done $((plot_reps * PLOT_COST)) "plot of write_bw against the size: $out/write_bw.png"
+else
+	step_done $((plot_reps * PLOT_COST)) "plot of write_bw: FAILED (see $out/plot.txt)"
+fi
 
 # --- tables -----------------------------------------------------------
 RC_NIXL_TOTAL=$total python3 "$here/bench-compare-table.py" "$out" | tee "$out/compare.txt"
-echo "bench-compare: done in $(elapsed) s; results in $out"
+echo "bench-compare: done in $(fmt_secs "$(elapsed)"); results in $out"

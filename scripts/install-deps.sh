@@ -10,7 +10,7 @@ set -eu
 packages="
 autoconf automake libtool pkg-config make gcc g++
 libibverbs-dev librdmacm-dev liburing-dev libcunit1-dev
-linux-headers-amd64 mandoc
+linux-headers-amd64 mandoc shellcheck
 qemu-system-x86 busybox-static cpio kmod xz-utils zstd
 rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
 iproute2 debootstrap debian-archive-keyring util-linux
@@ -18,7 +18,8 @@ ucx-utils gnuplot-nox
 dkms linux-source-6.1 flex bison bc libelf-dev
 "
 # build: autotools, gcc, rdma-core/liburing/CUnit headers, the 6.1 kernel
-#   headers for regcache.ko, mandoc for the man page lint; g++ only for
+#   headers for regcache.ko, mandoc for the man page lint, shellcheck for
+#   that of the shell scripts (tests/check-scripts.sh); g++ only for
 #   the test that the uapi header compiles as C++ (tests/test_kmod_uapi.sh).
 # VM harness: QEMU, static busybox + cpio + kmod + xz/zstd for the guest's
 #   initramfs, the rdma-core tools and perftest the guest runs from the host
@@ -34,6 +35,7 @@ dkms linux-source-6.1 flex bison bc libelf-dev
 #   are what its build needs beyond gcc and make.
 
 if [ "${1:-}" = --list ]; then
+	# shellcheck disable=SC2086 # one line, the words apart
 	echo $packages
 	exit 0
 fi

@@ -14,34 +14,52 @@
 # address (loopback); otherwise scripts/bench-compare-host.sh boots a QEMU
 # guest per kernel with soft-RoCE and runs it there.
 #
-# It ends with the result tables on the terminal (one per kernel under
-# QEMU) and a list of where the details are: the raw runs, the full
-# output, the guest's console.  Build and benchmark output go to log files
-# in BUILD (named as it goes), only progress lines to the terminal.
+# Run it as root, or with sudo (apt-get needs root; without root it skips
+# the install).  It reports on the terminal as it goes: each build step
+# with its time, then one line per benchmark step (the row, repetition K
+# of N, the time elapsed and an estimate of what is left).  It ends with
+# the result tables (one per kernel under QEMU), the path of the plot
+# (rdmaxfer-bench --compare --plot: write bandwidth against the size, ours
+# and perftest's) and a list of where the details are: the raw runs, the
+# full output, the guest's console.  Build and benchmark output go to log
+# files in BUILD (named as it goes).
 #
 # Environment: BUILD (build directory, default ./build-main),
 # RC_NO_INSTALL=1 (skip apt-get), VM_KERNELS (default "6.1": Debian 12's
 # kernel; "6.1 7.3" adds the newest Debian kernel), RC_BENCH_SCALE
-# (quick|full, default full: about 10 minutes per kernel under QEMU),
-# VM_CACHE (the QEMU harness's kernel cache, default BUILD/tests/vm/cache;
-# point it at a shared folder to download each kernel once).  The clone
-# and BUILD may live anywhere without white space in their paths (/root,
-# /tmp included); Autoconf, libtool and Kbuild reject spaces.
+# (quick|standard|full, default standard: 4 repetitions, 10-15 minutes
+# per kernel under QEMU on the 2-core machine, quiet to loaded; quick: 1,
+# about 3 minutes; full: 7), RC_BENCH_REPS, RC_BENCH_EXTRAS and RC_BENCH_ROWS
+# (see scripts/bench-compare-host.sh), VM_CACHE (the QEMU harness's
+# kernel cache, default BUILD/tests/vm/cache; point it at a shared folder
+# to download each kernel once).  The clone and BUILD may live anywhere
+# without white space in their paths (/root, /tmp included); Autoconf,
+# libtool and Kbuild reject spaces.
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$top/build-main}
 kernels=${VM_KERNELS:-6.1}
+scale=${RC_BENCH_SCALE:-standard}
 jobs=$(nproc 2>/dev/null || echo 2)
+t_start=$(date +%s)
 
 say() { echo "run-main: $*"; }
+# since: the seconds since T (default: the start)
+since() { echo $(($(date +%s) - ${1:-$t_start})); }
+
+case $scale in
+quick|standard|full) ;;
+*) say "RC_BENCH_SCALE is quick, standard or full, not '$scale'" >&2; exit 2 ;;
+esac
 
 if [ "${RC_NO_INSTALL:-0}" != 1 ]; then
 	if [ "$(id -u)" = 0 ]; then
 		say "installing dependencies (scripts/install-deps.sh)"
 		"$top/scripts/install-deps.sh"
+		say "dependencies installed ($(since) s)"
 	else
-		say "not root: skipping apt-get (set RC_NO_INSTALL=1 to silence)"
+		say "not root: skipping apt-get (run as root or with sudo to install; RC_NO_INSTALL=1 silences this)"
 	fi
 fi
 
@@ -50,22 +68,26 @@ fi
 step()
 {
 	step_log=$1
+	step_t0=$(date +%s)
 	shift
 	if ! "$@" >"$step_log" 2>&1; then
 		tail -n 30 "$step_log" >&2
 		say "FAILED: $* (whole output: $step_log)"
 		exit 1
 	fi
+	say "  done in $(since "$step_t0") s"
 }
 
 mkdir -p "$build"
 build=$(cd "$build" && pwd)
 if [ ! -x "$top/configure" ]; then
 	say "autoreconf -fi (output: $build/autoreconf.log)"
+	# shellcheck disable=SC2016 # $1 is the inner shell's
 	step "$build/autoreconf.log" sh -c 'cd "$1" && autoreconf -fi' sh "$top"
 fi
 if [ ! -f "$build/config.status" ]; then
 	say "configuring in $build (output: $build/configure.log)"
+	# shellcheck disable=SC2016 # $1 and $2 are the inner shell's
 	step "$build/configure.log" sh -c 'cd "$1" && "$2/configure"' sh "$build" "$top"
 fi
 say "building (make -j$jobs; output: $build/make.log)"
@@ -96,24 +118,31 @@ run_real_device()
 		say "$real_dev has no IPv4 address (netdev '${ndev:-none}'): cannot run the loopback benchmark"
 		return 1
 	fi
-	rm -f "$results/compare.txt"
-	say "benchmark running (scale ${RC_BENCH_SCALE:-full}); progress: tail -f $log"
-	sh "$top/scripts/bench-compare.sh" --bench "$build/utils/rdmaxfer-bench" \
+	rm -f "$results/compare.txt" "$results/write_bw.png"
+	say "benchmark running (scale $scale; whole output: $log)"
+	rm -f "$results/.status"
+	{ sh "$top/scripts/bench-compare.sh" --bench "$build/utils/rdmaxfer-bench" \
 		--device "$real_dev" --addr "$addr" --out "$results" \
-		--scale "${RC_BENCH_SCALE:-full}" >"$log" 2>&1
+		--scale "$scale" --extras "${RC_BENCH_EXTRAS:-yes}" \
+		${RC_BENCH_REPS:+--reps "$RC_BENCH_REPS"} \
+		${RC_BENCH_ROWS:+--rows "$RC_BENCH_ROWS"}; echo $? >"$results/.status"; } 2>&1 |
+		tee "$log" | grep --line-buffered '^bench-compare: ' || true
+	return "$(cat "$results/.status" 2>/dev/null || echo 1)"
 }
 
 run_vm()
 {
 	say "benchmark in a QEMU guest on soft-RoCE, kernels: $kernels (speeds under emulation are only meaningful as ratios)"
-	say "benchmark running (scale ${RC_BENCH_SCALE:-full}); progress: tail -f $log"
+	say "benchmark running (scale $scale; whole output: $log)"
 	for k in $kernels; do
-		rm -f "$results/compare-$k.txt"
+		rm -f "$results/compare-$k.txt" "$results/write_bw-$k.png"
 	done
-	# Only the script's own progress lines reach the terminal; the
-	# tables come once, at the end.
+	rm -f "$results/.status"
+	# Only the progress lines reach the terminal; the tables come
+	# once, at the end.
+	# shellcheck disable=SC2086 # the list of kernels, one word each
 	{ "$top/scripts/bench-compare-host.sh" "$build" $kernels; echo $? >"$results/.status"; } 2>&1 |
-		tee "$log" | grep --line-buffered '^bench-compare-host: kernel' || true
+		tee "$log" | grep --line-buffered -E '^bench-compare(-host)?: ' || true
 	return "$(cat "$results/.status" 2>/dev/null || echo 1)"
 }
 
@@ -121,12 +150,15 @@ status=0
 if [ -n "$real_dev" ]; then
 	run_real_device || status=$?
 	tables=$results/compare.txt
+	plots=$results/write_bw.png
 else
 	say "no RDMA device on this machine: using a QEMU guest with soft-RoCE"
 	run_vm || status=$?
 	tables=
+	plots=
 	for k in $kernels; do
 		tables="$tables $results/compare-$k.txt"
+		plots="$plots $results/write_bw-$k.png"
 	done
 fi
 
@@ -143,9 +175,20 @@ for t in $tables; do
 	else
 		echo "$(basename "$t" .txt): no table, the run failed; the end of its output:"
 		tail -n 15 "$log" | sed 's/^/  /'
+		[ "$status" = 0 ] && status=1
 	fi
 	echo
 done
+# The plot comes with the extras (RC_BENCH_EXTRAS=no leaves them out).
+for p in $plots; do
+	if [ -s "$p" ]; then
+		echo "Plot (write_bw, ours and perftest against the message size): $p"
+	elif [ "${RC_BENCH_EXTRAS:-yes}" != no ]; then
+		echo "Plot: none: rdmaxfer-bench --plot failed (its output: plot.txt among the run's results)"
+		[ "$status" = 0 ] && status=1
+	fi
+done
+echo
 echo "Details:"
 if [ -n "$real_dev" ]; then
 	echo "  table + commands:   $results/compare.txt"
@@ -164,8 +207,8 @@ fi
 echo "  build logs:         $build/configure.log, $build/make.log"
 echo "  how to read it:     $top/doc/BENCHMARKS.md"
 if [ "$status" = 0 ]; then
-	say "done"
+	say "done in $(since) s"
 else
-	say "FAILED (status $status): see the details above"
+	say "FAILED (status $status) after $(since) s: see the details above"
 fi
 exit "$status"

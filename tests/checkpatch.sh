@@ -24,12 +24,16 @@ cp=${CHECKPATCH:-}
 if [ -z "$cp" ]; then
 	cp=$cache/scripts/checkpatch.pl
 	if [ ! -f "$cp" ]; then
+		# Debian's names have no white space; sort -V picks the newest
+		# shellcheck disable=SC2012
 		tarball=$(ls /usr/src/linux-source-*.tar.xz 2>/dev/null | sort -V | tail -n 1)
 		if [ -z "$tarball" ]; then
 			echo "checkpatch: SKIP: no checkpatch.pl (apt-get install linux-source-6.1, or set CHECKPATCH)"
 			exit 77
 		fi
 		top=$(basename "$tarball" .tar.xz)
+		# one chain: any step failing runs the block after ||
+		# shellcheck disable=SC2015
 		mkdir -p "$cache.tmp" &&
 		tar -xJf "$tarball" -C "$cache.tmp" "$top/scripts/checkpatch.pl" \
 			"$top/scripts/spelling.txt" \
@@ -76,6 +80,7 @@ for f in "$srcdir"/kmod/*.c "$srcdir"/kmod/*.h "$srcdir"/include/regcache_uapi.h
 	run "$f" || rc=1
 done
 if [ $rc = 0 ]; then
+	# shellcheck disable=SC2016 # checkpatch.pl's own $V, read by sed
 	echo "checkpatch: ok ($n files, errors and warnings, checkpatch $(sed -n 's/^my \$V = .\(.*\).;/\1/p' "$cp" | head -n 1))"
 else
 	echo "checkpatch: FAIL: see the report above" >&2

@@ -50,9 +50,8 @@ fail()
 {
 	echo "dkms-check: FAIL: $*" >&2
 	tail -n 40 "$log" >&2
-	for f in "$s"/dkms/"$pkg"/"$ver"/build/make.log; do
-		[ -f "$f" ] && tail -n 40 "$f" >&2
-	done
+	f=$s/dkms/$pkg/$ver/build/make.log
+	[ -f "$f" ] && tail -n 40 "$f" >&2
 	exit 1
 }
 step()
@@ -72,8 +71,10 @@ dk="dkms --sourcetree $s/destdir/usr/src --dkmstree $s/dkms --installtree $s/mod
 t0=$(date +%s)
 step make -C "$build" install-dkms DESTDIR="$s/destdir" ||
 	fail "make install-dkms"
-[ -f "$s/destdir$srcsub/dkms.conf" ] && [ -x "$s/destdir$srcsub/configure" ] ||
+if [ ! -f "$s/destdir$srcsub/dkms.conf" ] ||
+   [ ! -x "$s/destdir$srcsub/configure" ]; then
 	fail "make install-dkms did not install dkms.conf and the source tree"
+fi
 # shellcheck disable=SC2086
 step $dk add "$pkg/$ver" || fail "dkms add"
 # shellcheck disable=SC2086

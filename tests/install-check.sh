@@ -48,6 +48,7 @@ bad()
 	echo "install-check: FAIL: $*" >&2
 	fail=1
 }
+# shellcheck disable=SC2317 # called by the trap below
 cleanup()
 {
 	rm -rf "$dest"
@@ -118,7 +119,9 @@ for lib in libregcache librdmaxfer; do
 		sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 	[ "$soname" = "$lib.so.1" ] || bad "$lib.so.1: soname '$soname', want $lib.so.1"
 	for l in "$so" "$so.1"; do
-		[ -L "$l" ] && [ -e "$l" ] || bad "$l: not a link to the library"
+		if [ ! -L "$l" ] || [ ! -e "$l" ]; then
+			bad "$l: not a link to the library"
+		fi
 	done
 	grep -v '^#' "$srcdir/tests/abi/$lib.sym" >"$dest.sym"
 	if ! "$srcdir/tests/abi-check.sh" --print "$so.1" | grep -v '^#' |
@@ -189,8 +192,9 @@ if [ $has_kmod = yes ]; then
 fi
 
 # 5. man page links
-for l in $(find "$dest$mandir" -type l); do
-	[ -e "$l" ] || bad "$l: dangling man page link"
+# (-xtype l: a link whose target does not exist)
+for l in $(find "$dest$mandir" -xtype l | tr '\n' ' '); do
+	bad "$l: dangling man page link"
 done
 
 # 6. uninstall leaves nothing

@@ -23,7 +23,7 @@ fi
 
 n=0
 fails=0
-echo "1..21"
+echo "1..22"
 
 ok()
 {
@@ -109,6 +109,11 @@ refused "bench-compare.sh --rows: not a row of the table" \
 	"'read_bw:63' is not a row of the table" \
 	sh "$srcdir/../scripts/bench-compare.sh" --bench "$bench" --device rxe0 \
 	--addr 192.0.2.1 --out "$tmp/bc" --rows write_bw:64,read_bw:63
+
+refused "bench-compare.sh --scale: not quick, standard or full" \
+	"--scale is quick, standard or full, not 'huge'" \
+	sh "$srcdir/../scripts/bench-compare.sh" --bench "$bench" --device rxe0 \
+	--addr 192.0.2.1 --out "$tmp/bc" --scale huge
 
 # --- the table's verdicts on made-up runs ------------------------------
 # Five repetitions; the peers run at 1.0 except perftest default, set so

@@ -187,9 +187,9 @@ int bench_plot(const char *prog, const char *file, const char *title,
 		goto io_err;
 	fprintf(f,
 		"if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) {\n"
-		"  set terminal pngcairo size 900,600\n"
+		"  set terminal pngcairo size 900,600 noenhanced\n"
 		"} else {\n"
-		"  set terminal png size 900,600\n"
+		"  set terminal png size 900,600 noenhanced\n"
 		"}\n"
 		"set output ");
 	put_label(f, file);
@@ -199,7 +199,11 @@ int bench_plot(const char *prog, const char *file, const char *title,
 		"\nset xlabel \"message size [bytes]\"\n"
 		"set ylabel \"%s\"\n"
 		"set logscale x 2\nset logscale y\nset grid\n"
-		"set key top left\nset format x \"%%.0s%%cB\"\n"
+		"set key top left\n"
+		/* sizes in binary units, a tic every factor of 8 */
+		"set xtics (\"2 B\" 2, \"16 B\" 16, \"128 B\" 128, "
+		"\"1 KiB\" 1024, \"8 KiB\" 8192, \"64 KiB\" 65536, "
+		"\"512 KiB\" 524288, \"4 MiB\" 4194304)\n"
 		"plot ",
 		lat ? "latency, t_typical [usec]" :
 		      "bandwidth, average [MiB/s]");

@@ -16,11 +16,13 @@ rc_mirror()
 		echo "$RC_DEBIAN_MIRROR"
 		return
 	fi
+	# shellcheck disable=SC2016 # apt's own $(REPO_URI) field
 	m=$(apt-get indextargets --format '$(REPO_URI)' 2>/dev/null |
 		grep -v -e security -e '^$' | grep -i debian | head -n 1)
 	echo "${m:-http://deb.debian.org/debian/}"
 }
 
+# shellcheck disable=SC2154 # cache: set by the script that sources this
 aptdir=$cache/apt-trixie
 rc_apt()
 {

@@ -54,7 +54,7 @@ if [ "$(cat "$root/.rc-ready" 2>/dev/null)" != "$pkgs" ]; then
 	echo "buildroot: debootstrap $KAPT into $root ($pkgs)"
 	rm -rf "$root.new"
 	t0=$(date +%s)
-	debootstrap --variant=minbase --include="$(echo $pkgs | tr ' ' ,)" \
+	debootstrap --variant=minbase --include="$(echo "$pkgs" | tr ' ' ,)" \
 		"$KAPT" "$root.new" "$mirror" >"$cache/buildroot-$KAPT.log" 2>&1 ||
 		{ tail -n 20 "$cache/buildroot-$KAPT.log" >&2; die "debootstrap $KAPT failed (see $cache/buildroot-$KAPT.log)"; }
 	rm -rf "$root.new/var/cache/apt/archives/"*.deb
@@ -65,6 +65,7 @@ if [ "$(cat "$root/.rc-ready" 2>/dev/null)" != "$pkgs" ]; then
 fi
 
 # --- headers -----------------------------------------------------------
+# shellcheck disable=SC2086 # the package names, one word each
 rc_download "$kdir/hdebs" $KHDRS
 hdr=$kdir/headers
 if [ "$(cat "$hdr/.rc-ready" 2>/dev/null)" != "$KHDRS" ]; then

@@ -50,7 +50,7 @@ missing=$(sed -n 's/^\(CONFIG_[A-Z0-9_]*\)=\(.*\)$/\1=\2/p' "$config" |
 		*)   grep -qxF "$want" "$obj/.config" || echo "$want" ;;
 		esac
 	done)
-[ -z "$missing" ] || die "options of $config not in the configured kernel:" $missing
+[ -z "$missing" ] || die "options of $config not in the configured kernel:" "$missing"
 got=$(make -s -C "$src" O="$obj" kernelrelease)
 [ "$got" = "$kver" ] || die "the source builds $got, expected $kver"
 

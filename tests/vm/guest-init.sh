@@ -20,6 +20,8 @@ umask 022
 rc_exit()
 {
 	sync
+	# the status byte as an octal escape: the format is built on purpose
+	# shellcheck disable=SC2059
 	printf "\\$(printf '%03o' "$1")" | dd of=/dev/port bs=1 seek=244 count=1 2>/dev/null
 	# Not reached unless isa-debug-exit is missing.
 	echo "rc-guest: isa-debug-exit did not stop the machine"
@@ -41,6 +43,7 @@ if [ -z "$envfile" ] || [ ! -f "$envfile" ]; then
 	rc_exit 4
 fi
 set -a
+# shellcheck source=/dev/null # written by run-vm.sh for each guest
 . "$envfile"
 set +a
 read -r up _ </proc/uptime
@@ -51,6 +54,8 @@ mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts 2>/dev/null
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm 2>/dev/null
+# dash and busybox sh both have ulimit -l
+# shellcheck disable=SC3045
 ulimit -l unlimited 2>/dev/null
 hostname rc-guest 2>/dev/null
 ip link set lo up
@@ -90,7 +95,8 @@ while [ $i -lt 50 ] && [ -z "$RXE_GID_INDEX" ]; do
 	i=$((i + 1))
 done
 [ -n "$RXE_GID_INDEX" ] || rc_setup_fail "no RoCE v2 GID for $RXE_ADDR on $RXE_DEV"
-export RXE_GID_INDEX RC_KVER=$(uname -r)
+RC_KVER=$(uname -r)
+export RXE_GID_INDEX RC_KVER
 echo "rc-guest: $RXE_DEV ACTIVE, $RXE_ADDR, RoCE v2 GID index $RXE_GID_INDEX"
 
 # --- the suite --------------------------------------------------------
@@ -98,13 +104,13 @@ echo "rc-guest: $RXE_DEV ACTIVE, $RXE_ADDR, RoCE v2 GID index $RXE_GID_INDEX"
 # left, so the scan after the suite reports only the suite's leaks.
 leak=/sys/kernel/debug/kmemleak
 if [ -w "$leak" ]; then
-	echo scan >"$leak" && echo clear >"$leak" ||
+	{ echo scan >"$leak" && echo clear >"$leak"; } ||
 		rc_setup_fail "kmemleak: cannot scan and clear $leak"
 fi
 echo "rc-harness: suite $RC_SUITE starts" >/dev/kmsg
 read -r t0 _ </proc/uptime
 echo "rc-guest: ===== suite $RC_SUITE ====="
-cd /tmp
+cd /tmp || rc_setup_fail "cd /tmp"
 /bin/sh "$RC_SRCDIR/tests/vm/suites/$RC_SUITE.sh" </dev/null
 rc=$?
 cd /

@@ -158,6 +158,8 @@ rc_dmabuf_exporters()
 		sleep 0.1
 		rc__i=$((rc__i + 1))
 	done
+	# device names: no white space
+	# shellcheck disable=SC2012
 	echo "exporters: udmabuf $([ -c /dev/udmabuf ] && echo yes || echo no)," \
 		"dri: $(ls /dev/dri 2>/dev/null | tr '\n' ' ')"
 }

@@ -44,6 +44,7 @@ rc_qemu_path()
 rc_guest_initrd()
 {
 	rc__ov=$2.d
+	# shellcheck disable=SC2154 # here: the sourcing script's folder
 	rm -rf "$rc__ov" &&
 	mkdir -p "$rc__ov" &&
 	cp "$here/initramfs-init.sh" "$rc__ov/init" &&

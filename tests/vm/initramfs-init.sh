@@ -1,5 +1,7 @@
 #!/bin/busybox sh
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+# busybox sh is ash, which ShellCheck checks as dash:
+# shellcheck shell=dash
 #
 # /init of the harness initramfs (static busybox).  Loads the virtio, 9p
 # and virtio_net modules, mounts the build tree's 9p share, reads the
@@ -34,6 +36,8 @@ fail()
 }
 
 run=
+# the command line's words and the list's names have no white space
+# shellcheck disable=SC2013
 for w in $(cat /proc/cmdline); do
 	case $w in
 	rc.run=*) run=${w#rc.run=} ;;
@@ -41,6 +45,7 @@ for w in $(cat /proc/cmdline); do
 done
 [ -n "$run" ] || fail "no rc.run= on the kernel command line"
 
+# shellcheck disable=SC2013
 for m in $(cat /modules.list); do
 	insmod "/lib/modules/$m" || fail "insmod $m"
 done
@@ -66,20 +71,20 @@ done
 chmod 700 /newroot/root
 
 kver=$(uname -r)
-init= env= tab=$(printf '\t')
+init='' env='' tab=$(printf '\t')
 while IFS=$tab read -r kind a b; do
 	case $kind in
 	build)
-		mkdir -p "/newroot$a" && mount --move /build "/newroot$a" ||
+		{ mkdir -p "/newroot$a" && mount --move /build "/newroot$a"; } ||
 			fail "cannot mount the build tree on $a"
 		;;
 	bind)
-		mkdir -p "/newroot$b" && mount --bind "/hostroot$a" "/newroot$b" ||
+		{ mkdir -p "/newroot$b" && mount --bind "/hostroot$a" "/newroot$b"; } ||
 			fail "cannot bind $a of the host root on $b"
 		;;
 	modules)
-		mkdir -p "/newroot/lib/modules/$kver" &&
-			mount --bind "/hostroot$a" "/newroot/lib/modules/$kver" ||
+		{ mkdir -p "/newroot/lib/modules/$kver" &&
+			mount --bind "/hostroot$a" "/newroot/lib/modules/$kver"; } ||
 			fail "cannot bind $a on /lib/modules/$kver"
 		;;
 	init) init=$a ;;
@@ -87,7 +92,7 @@ while IFS=$tab read -r kind a b; do
 	*) fail "unknown line '$kind' in guest.mounts" ;;
 	esac
 done </guest.mounts
-[ -n "$init" ] && [ -n "$env" ] || fail "guest.mounts names no init or env"
+{ [ -n "$init" ] && [ -n "$env" ]; } || fail "guest.mounts names no init or env"
 for d in proc sys dev; do
 	mount --move "/$d" "/newroot/$d" || fail "cannot move /$d"
 done

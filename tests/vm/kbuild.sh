@@ -49,11 +49,11 @@ if [ "$KAPT" = source ]; then
 	sh "$here/vm-kernel.sh" "$kernel" "$VM_CACHE" >/dev/null ||
 		die "the $kernel kernel is not built"
 	linux=$VM_CACHE/$KVER/build
-	kmake=make
+	kmake='make'
 elif [ -z "$KHDRS" ]; then
 	linux=/usr/src/linux-headers-$KVER
 	[ -f "$linux/Makefile" ] || die "$linux missing (apt-get install linux-headers-$KVER)"
-	kmake=make
+	kmake='make'
 else
 	# Headers from the kernel's own packages, built inside a build root.
 	kmake=$kb/kmake
@@ -61,7 +61,9 @@ else
 	linux=$VM_CACHE/$KVER/headers/usr/src/linux-headers-$KVER
 fi
 
-# Reconfigure when configure or the kernel tree changed.
+# Reconfigure when configure or the kernel tree changed (dash and busybox
+# sh have test -nt).
+# shellcheck disable=SC3013
 if [ ! -f "$kb/config.status" ] || [ "$RC_SRCDIR/configure" -nt "$kb/config.status" ] ||
    ! grep -qF "with-linux=$linux" "$kb/config.status" ||
    ! grep -qF "KMAKE=$kmake" "$kb/config.status"; then

@@ -12,6 +12,9 @@
 # source tarball; tests/vm/debug-kernel.sh builds it).
 # New kernels are added here and nowhere else.
 
+# The variables are set for the scripts that source this file:
+# shellcheck disable=SC2034
+
 rc_kernel_info()
 {
 	# no_timer_check: the kernel's boot test of the timer interrupt
@@ -28,6 +31,8 @@ rc_kernel_info()
 		# The Debian 12 kernel whose headers are installed on the host:
 		# the image must match them exactly or the module will not load.
 		KVER=
+		# Debian's folder names: no white space; sort -V: the newest last
+		# shellcheck disable=SC2012
 		for d in $(ls -d /usr/src/linux-headers-6.1.*-amd64 2>/dev/null | sort -V); do
 			KVER=${d#/usr/src/linux-headers-}
 		done

@@ -6,6 +6,9 @@
 # kmod.fuzz=ITERATIONS (100000), kmod.inval_rounds=N (2000; 200 on the
 # debug kernel).
 
+# The variables are set for the suites that source this file:
+# shellcheck disable=SC2034
+
 T=$RC_BUILDDIR/tests
 CTL=$RC_BUILDDIR/utils/regcachectl
 
@@ -21,10 +24,11 @@ FUZZ_N=$(knob fuzz 100000)
 # round is a few system calls, each slowed by KASAN and lockdep; what
 # they would catch there shows in the first rounds)
 if [ "$RC_KERNEL" = debug ]; then
-	export KMOD_INVAL_ROUNDS=$(knob inval_rounds 200)
+	KMOD_INVAL_ROUNDS=$(knob inval_rounds 200)
 else
-	export KMOD_INVAL_ROUNDS=$(knob inval_rounds 2000)
+	KMOD_INVAL_ROUNDS=$(knob inval_rounds 2000)
 fi
+export KMOD_INVAL_ROUNDS
 
 load()
 {

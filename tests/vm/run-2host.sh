@@ -81,7 +81,7 @@ rm -f "$kinfo"
 
 rm -rf "$rundir" "$results"
 mkdir -p "$rundir/a" "$rundir/b" "$results" || bail "cannot create $rundir"
-mkdir -p "$VM_CACHE" && VM_CACHE=$(cd "$VM_CACHE" && pwd) ||
+{ mkdir -p "$VM_CACHE" && VM_CACHE=$(cd "$VM_CACHE" && pwd); } ||
 	bail "cannot create the kernel cache $VM_CACHE"
 
 # --- kernel (no module: the pair suites do not load regcache.ko) -------
@@ -153,7 +153,7 @@ tsc_khz=$("$RC_BUILDDIR/tests/vm/tsc-khz" 2>/dev/null) || tsc_khz=
 [ -n "$tsc_khz" ] || echo "# warning: tests/vm/tsc-khz gave no TSC frequency: the guests calibrate their own"
 
 # --- cleanup on every path ---------------------------------------------
-pid_a= pid_b= rmem_old= lockfd_open=
+pid_a='' pid_b='' rmem_old='' lockfd_open=''
 rmem=/proc/sys/net/core/rmem_default
 rmem_restore()
 {
@@ -177,11 +177,12 @@ kill_qemu()
 		[ -n "$p" ] && { kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; }
 	done
 }
+# shellcheck disable=SC2317 # called by the traps below
 cleanup()
 {
 	rmem_restore
 	kill_qemu "$pid_a" "$pid_b"
-	pid_a= pid_b=
+	pid_a='' pid_b=''
 }
 trap cleanup EXIT
 trap 'cleanup; echo "# interrupted"; exit 1' INT TERM HUP
@@ -223,7 +224,7 @@ while :; do
 	i=0
 	while [ $i -lt 100 ]; do
 		udp_busy "$port_a" && udp_busy "$port_b" && break
-		kill -0 "$pid_a" 2>/dev/null && kill -0 "$pid_b" 2>/dev/null || break
+		{ kill -0 "$pid_a" 2>/dev/null && kill -0 "$pid_b" 2>/dev/null; } || break
 		sleep 0.1
 		i=$((i + 1))
 	done
@@ -234,7 +235,7 @@ while :; do
 	# --- wait for both, bounded ------------------------------------------------
 	t_boot=$(now)
 	t_boot_s=$(date +%s)
-	st_a= st_b= t_first= up= hung=
+	st_a='' st_b='' t_first='' up='' hung=''
 	while [ -z "$st_a" ] || [ -z "$st_b" ]; do
 		if [ -z "$st_a" ] && ! kill -0 "$pid_a" 2>/dev/null; then
 			wait "$pid_a"; st_a=$?; pid_a=
@@ -250,14 +251,14 @@ while :; do
 				# a kernel panic before the init (host-lib.sh)
 				hung=1
 				kill_qemu "$pid_a" "$pid_b"
-				pid_a= pid_b= st_a= st_b=
+				pid_a='' pid_b='' st_a='' st_b=''
 				break
 			elif [ $(($(date +%s) - t_boot_s)) -ge "$VM_BOOT_TIMEOUT" ] &&
 			     { { [ -z "$st_a" ] && ! rc_guest_up "$rundir/a"; } ||
 			       { [ -z "$st_b" ] && ! rc_guest_up "$rundir/b"; }; }; then
 				hung=1
 				kill_qemu "$pid_a" "$pid_b"
-				pid_a= pid_b= st_a= st_b=
+				pid_a='' pid_b='' st_a='' st_b=''
 				break
 			fi
 		fi
@@ -269,7 +270,7 @@ while :; do
 			kill_qemu "$pid_a" "$pid_b"
 			[ -n "$st_a" ] || st_a=124
 			[ -n "$st_b" ] || st_b=124
-			pid_a= pid_b=
+			pid_a='' pid_b=''
 			break
 		fi
 		sleep 1

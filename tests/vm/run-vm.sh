@@ -77,7 +77,7 @@ rm -rf "$rundir" "$results"
 mkdir -p "$rundir" "$results" || bail "cannot create $rundir"
 # Absolute: the helper scripts run from other folders, and the guest's
 # mount list names the module tree in it.
-mkdir -p "$VM_CACHE" && VM_CACHE=$(cd "$VM_CACHE" && pwd) ||
+{ mkdir -p "$VM_CACHE" && VM_CACHE=$(cd "$VM_CACHE" && pwd); } ||
 	bail "cannot create the kernel cache $VM_CACHE"
 
 # --- kernel and module ------------------------------------------------

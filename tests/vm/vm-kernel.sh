@@ -49,6 +49,7 @@ rc_extract_vmlinux()
 		tool=${spec%% *}
 		magic=${spec#* }
 		command -v "$tool" >/dev/null 2>&1 || continue
+		# shellcheck disable=SC2013 # byte offsets, one word each
 		for off in $(LC_ALL=C grep -obUaP "$magic" "$1" | cut -d: -f1); do
 			tail -c +$((off + 1)) "$1" | "$tool" -dc >"$2.tmp" 2>/dev/null || true
 			if [ -s "$2.tmp" ] && rc_is_elf "$2.tmp"; then
@@ -65,6 +66,7 @@ rc_extract_vmlinux()
 # Debian's packages: unpacked, depmod'ed, the ELF vmlinux extracted.
 rc_unpack_debian()
 {
+	# shellcheck disable=SC2086 # the package names, one word each
 	rc_download "$kdir/debs" $KPKGS
 	rm -rf "$kdir/root"
 	mkdir -p "$kdir/root"

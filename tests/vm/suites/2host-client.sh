@@ -9,7 +9,7 @@
 . "$RC_SRCDIR/tests/vm/guest-lib.sh"
 
 export RXE_ADDR RXE_GID_INDEX RC_PEER_ADDR
-export RC_PEER_PORT=$RC_2HOST_PORT
+export RC_PEER_PORT="$RC_2HOST_PORT"
 prog=$RC_BUILDDIR/tests/test_rdmaxfer_2host
 BENCH=$RC_BUILDDIR/utils/rdmaxfer-bench
 OUT=/tmp/2host
@@ -52,7 +52,7 @@ echo "write_bw $size B between two guests ($RC_KERNEL): ${bw:-?} MB/s average (m
 # right after (its server may need a moment to start: a few tries).
 ib=
 t0=$(date +%s)
-for try in 1 2 3 4 5 6 7 8 9 10; do
+for _try in 1 2 3 4 5 6 7 8 9 10; do
 	[ $(($(date +%s) - t0)) -gt 60 ] && break
 	if timeout 90 ib_write_bw -d "$RXE_DEV" -x "$RXE_GID_INDEX" \
 		-p $((RC_2HOST_PORT + 3)) -F -s 65536 -n 1000 "$RC_PEER_ADDR" \

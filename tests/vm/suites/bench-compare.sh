@@ -5,14 +5,14 @@
 # in VM_SUITES and asserts no speed).  Loads regcache.ko so the
 # registration cache runs with the kmod monitor, runs
 # scripts/bench-compare.sh on rxe0 and leaves its tables in $RC_RESULTS.
-# Knobs on the guest command line (VM_APPEND): rc.scale=quick|full,
+# Knobs on the guest command line (VM_APPEND): rc.scale=quick|standard|full,
 # rc.reps=N (repetitions per side), rc.extras=no (only the like-for-like
 # table, without the registration and NIXL tables), rc.rows=TEST:BYTES,...
 # (only those rows of it).
 . "$RC_SRCDIR/tests/vm/guest-lib.sh"
 
 scale=$(sed -n 's/.*rc\.scale=\([a-z]*\).*/\1/p' /proc/cmdline)
-: "${scale:=full}"
+: "${scale:=standard}"
 reps=$(sed -n 's/.*rc\.reps=\([0-9]*\).*/\1/p' /proc/cmdline)
 extras=$(sed -n 's/.*rc\.extras=\([a-z]*\).*/\1/p' /proc/cmdline)
 rows=$(sed -n 's/.*rc\.rows=\([a-z_:0-9,]*\).*/\1/p' /proc/cmdline)

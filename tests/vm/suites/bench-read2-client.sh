@@ -7,6 +7,7 @@
 # the median of the per-round ratios ours / perftest in its test point.
 # Numbers only as ratios of one run.
 . "$RC_SRCDIR/tests/vm/guest-lib.sh"
+# shellcheck source=tests/vm/suites/bench-read2-plan.sh
 . "$RC_SRCDIR/tests/vm/suites/bench-read2-plan.sh"
 
 read2_ready "bench-read2" || exit 0

@@ -9,6 +9,9 @@
 # (tests/vm/run-2host.sh), so rdmaxfer-bench's cache runs on the uffd
 # monitor, which costs about 1.6 % at this row in one guest against the
 # kmod monitor of the one-guest tables: a handicap for ours, not a help.
+# The variables are set for the scripts that source this file:
+# shellcheck disable=SC2034
+
 read2_reps=$(sed -n 's/.*rc\.reps=\([0-9]*\).*/\1/p' /proc/cmdline)
 read2_reps=${read2_reps:-20}
 read2_iters=4096
@@ -26,7 +29,7 @@ read2_rounds()
 		fi
 		for read2__t in $read2__tools; do
 			read2__run=$((read2__run + 1))
-			"$1" $read2__t $read2__r $((RC_2HOST_PORT + 100 + read2__run))
+			"$1" "$read2__t" "$read2__r" $((RC_2HOST_PORT + 100 + read2__run))
 		done
 		read2__r=$((read2__r + 1))
 	done

@@ -9,6 +9,7 @@
 # one server per run of guest B's client, in the same order.  Every
 # server is bounded by timeout (and ours by its accept timeout, -D).
 . "$RC_SRCDIR/tests/vm/guest-lib.sh"
+# shellcheck source=tests/vm/suites/bench-read2-plan.sh
 . "$RC_SRCDIR/tests/vm/suites/bench-read2-plan.sh"
 
 read2_ready "bench-read2 servers" || exit 0

@@ -12,6 +12,7 @@
 . "$RC_SRCDIR/tests/vm/guest-lib.sh"
 
 BENCH=$RC_BUILDDIR/utils/rdmaxfer-bench
+# shellcheck source=tests/vm/suites/bench-ring2-plan.sh
 . "$RC_SRCDIR/tests/vm/suites/bench-ring2-plan.sh"
 
 # The link first: guest A may still be booting.

@@ -13,6 +13,7 @@
 . "$RC_SRCDIR/tests/vm/guest-lib.sh"
 
 BENCH=$RC_BUILDDIR/utils/rdmaxfer-bench
+# shellcheck source=tests/vm/suites/bench-ring2-plan.sh
 . "$RC_SRCDIR/tests/vm/suites/bench-ring2-plan.sh"
 
 fail=0
@@ -27,7 +28,7 @@ run=0
 r=0
 while [ $r -lt "$ring2_reps" ]; do
 	r=$((r + 1))
-	for sn in $ring2_plan; do
+	for _sn in $ring2_plan; do
 		run=$((run + 1))
 		serve_ring "$(ring2_port $run)"
 		[ $r = 1 ] || continue

@@ -36,7 +36,7 @@ ext4_setup()
 	mkdir -p $mnt || return 1
 	mount -t ext4 "$loopdev" $mnt || { losetup -d "$loopdev"; return 1; }
 }
-loopdev= mnt=
+loopdev='' mnt=''
 if ext4_setup >/tmp/file-ext4.log 2>&1; then
 	rc_run "file (ext4 on loop)" timeout 200 env RDMAXFER_FILE_DIR=$mnt "$prog"
 	rc_run "file remote (ext4 on loop)" timeout 200 env \

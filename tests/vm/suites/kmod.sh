@@ -57,6 +57,8 @@ rc_check "no multi-value contexts file in sysfs" test ! -e /sys/class/misc/regca
 rc_check "regcachectl lists the context" sh -c "'$CTL' contexts | grep -q '^ *$$ *$$ *3 '"
 if rmmod regcache 2>/dev/null; then
 	rc_fail "rmmod refused while a context exists" "rmmod succeeded"
+	# no parameters: the module's defaults again
+	# shellcheck disable=SC2119
 	load
 else
 	rc_ok "rmmod refused while a context exists"

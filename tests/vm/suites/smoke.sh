@@ -54,6 +54,8 @@ esac
 
 # --- loopback ib_write_bw -----------------------------------------------
 bw="-d $RXE_DEV -x $RXE_GID_INDEX -s 65536 -n 200 -F --report_gbits"
+# $bw: the options, split into words on purpose
+# shellcheck disable=SC2086
 timeout 90 stdbuf -oL ib_write_bw $bw >/tmp/bw-server.log 2>&1 &
 server=$!
 # The client is refused if it comes before the server listens.
@@ -62,6 +64,7 @@ while ! grep -q 'Waiting for client' /tmp/bw-server.log 2>/dev/null && [ $i -lt 
 	sleep 0.2
 	i=$((i + 1))
 done
+# shellcheck disable=SC2086
 timeout 60 ib_write_bw $bw "$RXE_ADDR" >/tmp/bw-client.log 2>&1
 crc=$?
 # The server is bounded by its own timeout: this wait cannot hang.

@@ -415,6 +415,17 @@ enum rdmaxfer_op {
 	RDMAXFER_OP_CSWAP = 4,		/* atomic compare-and-swap */
 };
 
+/*
+ * Bounds of a prepared transfer (rdmaxfer_xfer_prepare(3)): a remote
+ * descriptor longer than any registration can be (the 57-bit virtual
+ * address space of five-level paging) is refused with -ERANGE, as by
+ * rdmaxfer_md_parse() and rdmaxfer_peer_set_exports(); a request of more
+ * work requests than this (pieces of at most the port's max message
+ * size and 1 GiB, about 200 bytes of the request each) with -E2BIG.
+ */
+#define RDMAXFER_DESC_MAX_LEN	(1ULL << 57)
+#define RDMAXFER_XFER_MAX_WRS	(1U << 20)
+
 /* Optional notification of a transfer, delivered to the remote agent
  * after all the transfer's data is in place (see rdmaxfer(7)). */
 struct rdmaxfer_xfer_notif {

@@ -580,6 +580,51 @@ int rx_md_encode(const struct rdmaxfer_md *md, void *buf, size_t cap,
 /* xfer.c, for ring.c */
 int rx_req_set_imm(struct rdmaxfer_req *req, uint32_t value);
 
+/*
+ * xfer_plan.c (no verbs calls: also built into the host tests and the
+ * fuzzer): a transfer's bytes, its work requests per QP, and the work
+ * requests themselves.  rx_xfer_plan_check() validates the pairs and
+ * picks striping and the piece size (-EINVAL, -ERANGE, -EOVERFLOW,
+ * -E2BIG); the caller then sets fixed_qp (unstriped requests) and
+ * rx_xfer_plan_count() counts (-E2BIG past RDMAXFER_XFER_MAX_WRS);
+ * rx_xfer_plan_build() fills arrays of nwr entries.
+ */
+struct rx_xfer_plan {
+	uint64_t total;			/* bytes */
+	uint64_t piece;			/* the largest piece */
+	unsigned int nqps;
+	unsigned int fixed_qp;		/* unstriped: every piece's QP */
+	bool striped;
+	bool chained;			/* the notification ends the list */
+	bool merged;			/* ... as the last WRITE's immediate */
+	uint32_t count[RX_MAX_QPS];	/* WRs per QP */
+	uint32_t off[RX_MAX_QPS];	/* each QP's first WR */
+	uint32_t fill[RX_MAX_QPS];	/* each QP's next WR (build) */
+	uint32_t nwr;
+	unsigned int nparts;		/* QPs with WRs */
+};
+struct rx_xfer_arrays {
+	struct ibv_send_wr *wrs;
+	struct ibv_sge *sges;
+	int *base_flags;
+	uint32_t *wr_local;
+};
+int rx_check_remote_desc(const struct rdmaxfer_desc *d);
+int rx_xfer_plan_check(struct rx_xfer_plan *p, enum rdmaxfer_op op,
+		       const struct rdmaxfer_iov *local, size_t nlocal,
+		       const struct rdmaxfer_desc *remote, size_t nremote,
+		       unsigned int nqps, uint64_t max_msg_size,
+		       uint64_t stripe_threshold, bool notif);
+int rx_xfer_plan_count(struct rx_xfer_plan *p, const struct rdmaxfer_iov *local,
+		       size_t nlocal);
+void rx_xfer_plan_build(struct rx_xfer_plan *p, enum rdmaxfer_op op,
+			const struct rdmaxfer_iov *local,
+			const struct rdmaxfer_desc *remote, size_t nlocal,
+			const struct rdmaxfer_xfer_notif *notif,
+			const struct rx_xfer_arrays *a);
+void rx_xfer_notif_wr(struct ibv_send_wr *wr, uint32_t value,
+		      const struct rdmaxfer_desc *remote);
+
 /* ring_info.c */
 int rx_ring_info_check(const struct rdmaxfer_ring_info *info);
 void rx_ring_span(uint64_t head, uint32_t count, uint32_t n,

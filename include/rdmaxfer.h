@@ -115,10 +115,21 @@ struct rdmaxfer_agent_attr {
 	 * use on-demand paging (0: $RDMAXFER_ODP, else auto; LIBRDMAXFER_1.2,
 	 * was a reserved zero field) */
 	uint32_t odp;
-	uint64_t reserved[3];		/* must be zero */
+	/* notifications queued for the application: at most max_notifs
+	 * (default RDMAXFER_DEF_MAX_NOTIFS), beyond which the agent holds
+	 * its receive buffers back and senders wait (RNR), and at most
+	 * max_notifs_peer of one peer (default RDMAXFER_DEF_MAX_NOTIFS_PEER,
+	 * at most max_notifs), beyond which that peer is failed; see
+	 * rdmaxfer_notif(3) (LIBRDMAXFER_1.12, were reserved[0], whose
+	 * eight-byte alignment keeps them where it was) */
+	uint32_t max_notifs __attribute__((aligned(8)));
+	uint32_t max_notifs_peer;
+	uint64_t reserved[2];		/* must be zero */
 };
 
 #define RDMAXFER_DEF_MAX_HALF_OPEN	64
+#define RDMAXFER_DEF_MAX_NOTIFS		4096
+#define RDMAXFER_DEF_MAX_NOTIFS_PEER	1024
 
 /* Fill attr with defaults (gid_index -1, max_inline 64, the rest 0). */
 void rdmaxfer_agent_attr_init(struct rdmaxfer_agent_attr *attr);
@@ -170,6 +181,35 @@ int rdmaxfer_agent_query(struct rdmaxfer_agent *agent,
 /* Statistics of the agent's registration cache (libregcache's). */
 int rdmaxfer_agent_cache_stats(struct rdmaxfer_agent *agent,
 			       struct regcache_stats *stats);
+
+/*
+ * What peers sent that the agent refused, dropped or held back, since it
+ * was created (rdmaxfer_agent_stats(3), LIBRDMAXFER_1.12).  The struct
+ * grows at its end: rdmaxfer_agent_stats() fills the first size bytes
+ * and zeroes what it does not know.
+ */
+struct rdmaxfer_agent_stats {
+	uint32_t max_notifs;		/* the bounds in effect */
+	uint32_t max_notifs_peer;
+	uint64_t notifs;		/* queued for the application */
+	uint64_t notifs_queued;		/* ... in the queue now */
+	uint64_t notifs_peak;		/* ... the most at once */
+	uint64_t notifs_held;		/* receive buffers held back now */
+	uint64_t notifs_backpressured;	/* ... receives held back in all */
+	uint64_t notifs_dropped;	/* of a peer over max_notifs_peer */
+	uint64_t notifs_malformed;	/* no immediate, bad opcode, too long,
+					 * a failed receive: dropped */
+	uint64_t peers_failed_flood;	/* failed over max_notifs_peer */
+	uint64_t peers_failed_proto;	/* failed for a protocol error */
+	uint64_t peers_remote_errors;	/* their RDMA refused on our side */
+	uint64_t hellos_bad;		/* connect requests refused: bad or
+					 * foreign hello, another version */
+	uint64_t half_open_refused;	/* refused at max_half_open */
+	uint64_t half_open_freed;	/* passive peers never accepted, freed
+					 * when they failed or timed out */
+};
+int rdmaxfer_agent_stats(struct rdmaxfer_agent *agent,
+			 struct rdmaxfer_agent_stats *stats, size_t size);
 
 /*
  * Drive completions and connection events once, without blocking.
@@ -550,7 +590,9 @@ enum rdmaxfer_notif_type {
 };
 
 struct rdmaxfer_notif {
-	struct rdmaxfer_peer *peer;	/* the peer it came from */
+	/* the peer it came from, if the application owns it (connected to
+	 * it, or took it from rdmaxfer_accept()); else NULL */
+	struct rdmaxfer_peer *peer;
 	uint64_t peer_id;		/* its agent id */
 	enum rdmaxfer_notif_type type;
 	uint32_t value;

@@ -80,6 +80,9 @@ static int install_qp(struct rdmaxfer_peer *peer, unsigned int index,
 	q->gen++;
 	q->established = false;
 	q->disconnecting = false;
+	q->disconnected = false;
+	q->cm_est = false;
+	q->dreq_deferred = false;
 	q->sq_used = 0;
 	q->max_inline = init.cap.max_inline_data;
 	if (q->max_inline < agent->info.max_inline || !index)
@@ -140,7 +143,8 @@ static struct rdmaxfer_peer *peer_new(struct rdmaxfer_agent *agent,
 /* Lock held: queued notifications must not name a peer that is gone. */
 static void scrub_notifs(struct rdmaxfer_peer *peer)
 {
-	struct rx_notif_q *q = &peer->agent->notifs;
+	struct rdmaxfer_agent *agent = peer->agent;
+	struct rx_notif_q *q = &agent->notifs;
 	size_t i;
 
 	for (i = 0; i < q->count; i++) {
@@ -148,6 +152,13 @@ static void scrub_notifs(struct rdmaxfer_peer *peer)
 
 		if (n->peer == peer)
 			n->peer = NULL;
+	}
+	for (i = 0; i < agent->nheld; i++) {
+		struct rx_notif_held *h = &agent->held[(agent->held_head + i) %
+						       agent->attr.srq_depth];
+
+		if (h->peer == peer)
+			h->peer = NULL;
 	}
 }
 
@@ -217,6 +228,7 @@ static void peer_fail(struct rdmaxfer_peer *peer, int err, bool to_error)
 {
 	struct rdmaxfer_agent *agent = peer->agent;
 	struct ibv_port_attr pa;
+	bool dreq = false;
 	unsigned int i;
 
 	if (peer->state == RDMAXFER_PEER_ERROR ||
@@ -248,14 +260,53 @@ static void peer_fail(struct rdmaxfer_peer *peer, int err, bool to_error)
 			continue;
 		if (!q->disconnecting && !agent->port_down) {
 			q->disconnecting = true;
-			rdma_disconnect(q->id);
+			/* not before the CM's own ESTABLISHED: see below */
+			if (q->established && !q->cm_est)
+				q->dreq_deferred = true;
+			else
+				rdma_disconnect(q->id);
+			dreq |= q->established;
 		}
 		rx_fail_backlog(q, err);
 	}
+	/*
+	 * ... but one we sent a DREQ is kept until its answer
+	 * (peer_cm_done()) or the flush deadline.  A QP that data proved
+	 * established before its RTU came (rx_qp_comm_est()) gets its DREQ
+	 * only with the CM's ESTABLISHED event: the 6.1 kernel cancels the
+	 * REP's retries in the work behind that event, which does nothing
+	 * once a DREQ moved the id on, so the REP went on retrying and a
+	 * destroy of the id waited for those retries, over a minute, under
+	 * the agent lock (seen in the hostile suite: a peer failed for what
+	 * its first messages were).  It still counts against max_half_open.
+	 */
+	if (dreq && !peer->initiator && !peer->handed_out)
+		peer->deadline_ns = rx_deadline(RX_FLUSH_TIMEOUT_MS);
 	if (to_error)
 		peer_qps_to_error(peer);
 	else
 		peer->qps_err_deferred = true;
+}
+
+/* Lock held: a DISCONNECTED came for q.  A failed passive peer nobody
+ * was handed is freed once every established QP of it has seen its own
+ * (its DREQ answered), at the end of this progress round. */
+static void peer_cm_done(struct rx_qp *q)
+{
+	struct rdmaxfer_peer *peer = q->peer;
+	unsigned int i;
+
+	q->disconnected = true;
+	if (peer->initiator || peer->handed_out ||
+	    (peer->state != RDMAXFER_PEER_ERROR &&
+	     peer->state != RDMAXFER_PEER_DISCONNECTED))
+		return;
+	for (i = 0; i < peer->nqps; i++)
+		if (peer->qps[i].id && peer->qps[i].established &&
+		    !peer->qps[i].disconnected)
+			return;
+	peer->deadline_ns = rx_now_ns();
+	rx_set_deadline(peer->agent, peer->deadline_ns);
 }
 
 void rx_peer_fail(struct rdmaxfer_peer *peer, int err)
@@ -378,8 +429,10 @@ void rx_check_deadlines(struct rdmaxfer_agent *agent)
 		}
 		peer->deadline_ns = 0;
 		if (!peer->initiator && !peer->handed_out) {
-			if (peer->state != RDMAXFER_PEER_CONNECTED)
+			if (peer->state != RDMAXFER_PEER_CONNECTED) {
+				agent->stats.half_open_freed++;
 				rx_peer_free(peer);
+			}
 			continue;
 		}
 		/* a quiet failure's NAK is long gone: flush what is left */
@@ -484,15 +537,19 @@ static bool on_connect_request(struct rdmaxfer_agent *agent,
 	int ret;
 
 	/* every field checked (hello.c): the sender is not known yet */
-	if (rx_hello_decode(cp->private_data, cp->private_data_len, &h))
+	if (rx_hello_decode(cp->private_data, cp->private_data_len, &h)) {
+		agent->stats.hellos_bad++;
 		goto reject;
+	}
 	if (agent->fatal)
 		goto reject;
 	peer = find_accepting(agent, &h);
 	if (!peer) {
 		/* a token we do not know: a new peer, if there is room */
-		if (half_open(agent) >= agent->attr.max_half_open)
+		if (half_open(agent) >= agent->attr.max_half_open) {
+			agent->stats.half_open_refused++;
 			goto reject;
+		}
 		peer = peer_new(agent, h.nqps);
 		if (!peer)
 			goto reject;
@@ -503,8 +560,11 @@ static bool on_connect_request(struct rdmaxfer_agent *agent,
 		peer->deadline_ns = rx_deadline(agent->attr.cm_timeout_ms);
 		rx_set_deadline(agent, peer->deadline_ns);
 	}
-	if (peer->nqps != h.nqps || peer->qps[h.qp_index].id)
+	/* the same token with another QP count, or a QP again */
+	if (peer->nqps != h.nqps || peer->qps[h.qp_index].id) {
+		agent->stats.hellos_bad++;
 		goto reject_peer;
+	}
 	ret = install_qp(peer, h.qp_index, ev->id);
 	if (ret)
 		goto reject_peer;
@@ -550,13 +610,22 @@ int rx_cm_event_locked(struct rdmaxfer_agent *agent, struct rdma_cm_event *ev)
 			destroy = ev->id;
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
-		if (q)
+		if (q) {
+			q->cm_est = true;
 			qp_established(q);
+			if (q->dreq_deferred) {
+				q->dreq_deferred = false;
+				if (!agent->port_down)
+					rdma_disconnect(q->id);
+			}
+		}
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 		if (q) {
 			q->disconnecting = true;
+			q->dreq_deferred = false;
 			rx_peer_fail(q->peer, -ECONNRESET);
+			peer_cm_done(q);
 		}
 		break;
 	case RDMA_CM_EVENT_REJECTED:
@@ -861,6 +930,7 @@ static int connect_qps(struct rdmaxfer_peer *peer, int timeout_ms)
 		pthread_mutex_lock(&agent->lock);
 		peer->remote_id = w.agent_id;
 		ret = rdma_migrate_id(id, agent->cm_ch) ? -errno : 0;
+		peer->qps[i].cm_est = true;
 		if (!ret)
 			qp_established(&peer->qps[i]);
 		pthread_mutex_unlock(&agent->lock);

@@ -117,6 +117,12 @@ struct rx_qp {
 	uint16_t gen;		/* bumped for every new QP in this slot */
 	bool established;
 	bool disconnecting;
+	bool disconnected;	/* its DISCONNECTED came: the CM is done */
+	/* its ESTABLISHED event came: until then the CM may still be
+	 * retrying the REP of a QP that data proved established (see
+	 * rx_qp_comm_est()), and a DREQ now would leave it retrying */
+	bool cm_est;
+	bool dreq_deferred;	/* a DREQ to send once cm_est */
 	uint32_t sq_used;	/* WRs posted and not yet retired */
 	uint32_t cq_share;	/* CQ entries reserved for this QP (its SQ) */
 	uint32_t max_inline;	/* what this QP was granted, not asked for */
@@ -188,6 +194,9 @@ struct rdmaxfer_peer {
 	unsigned int nreqs;		/* prepared requests alive */
 	unsigned int nreqs_active;	/* posted and not complete */
 	struct rx_notif_slots notif;
+	/* its notifications queued or held for the application (bounded
+	 * by max_notifs_peer, notif.c) */
+	uint32_t nnotifs;
 	struct rx_exports exports;
 	/* passive peer not handed out yet: freed when not CONNECTED by then;
 	 * a failed peer: its requests are aborted when not flushed by then */
@@ -295,6 +304,20 @@ struct rx_notif_q {
 	size_t cap, head, count;
 };
 
+/*
+ * A notification for the application that arrived while the queue was
+ * full: its receive buffer is held, not reposted, until the application
+ * takes from the queue (notif.c).  A FIFO of at most srq_depth entries,
+ * since each holds one of the SRQ's buffers.
+ */
+struct rx_notif_held {
+	struct rdmaxfer_peer *peer;
+	uint32_t index;			/* the receive buffer */
+	uint32_t value;
+	uint32_t len;			/* MSG payload, still in the buffer */
+	enum rdmaxfer_notif_type type;
+};
+
 /* An affiliated or unaffiliated async event, as far as an agent needs it
  * (the ibv_async_event itself is acked at once: see agent.c). */
 struct rx_async_ev {
@@ -379,6 +402,10 @@ struct rdmaxfer_agent {
 	struct rx_list deferred;	/* struct rx_qp with doorbells to ring */
 	struct rx_list accept_q;
 	struct rx_notif_q notifs;
+	struct rx_notif_held *held;	/* FIFO, attr.srq_depth entries */
+	uint32_t held_head, nheld;
+	/* hostile-input counters (rdmaxfer_agent_stats()), lock held */
+	struct rdmaxfer_agent_stats stats;
 	rdmaxfer_notif_fn notif_fn;
 	void *notif_user;
 	bool delivering;		/* a thread is running the callback */
@@ -555,8 +582,10 @@ int rx_cache_get(struct regcache *cache, void *addr, size_t len,
 #define RX_RECV_BATCH	32
 int rx_post_recvs(struct rdmaxfer_agent *agent, const uint32_t *index,
 		  unsigned int n);
+/* rx_recv_completion(): the buffer is held (queue full), not to repost */
+#define RX_RECV_HELD	UINT32_MAX
 uint32_t rx_recv_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc);
-void rx_notif_expose(const struct rdmaxfer_notif *n);
+bool rx_notif_pop(struct rdmaxfer_agent *agent, struct rdmaxfer_notif *out);
 void rx_send_slot_done(struct rdmaxfer_agent *agent, struct ibv_wc *wc);
 void rx_notif_slots_free(struct rdmaxfer_peer *peer);
 

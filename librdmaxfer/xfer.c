@@ -686,8 +686,12 @@ int rx_poll_cq_locked(struct rdmaxfer_agent *agent)
 		for (i = 0; i < n; i++) {
 			switch (wc[i].wr_id & RX_TAG_MASK) {
 			case RX_TAG_RECV:
-				recvs[nrecv++] = rx_recv_completion(agent,
-								    &wc[i]);
+				recvs[nrecv] = rx_recv_completion(agent,
+								  &wc[i]);
+				/* a held buffer is reposted when its
+				 * notification is taken (notif.c) */
+				if (recvs[nrecv] != RX_RECV_HELD)
+					nrecv++;
 				break;
 			case RX_TAG_SEND:
 				rx_send_slot_done(agent, &wc[i]);

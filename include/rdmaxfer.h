@@ -207,6 +207,10 @@ struct rdmaxfer_agent_stats {
 	uint64_t half_open_refused;	/* refused at max_half_open */
 	uint64_t half_open_freed;	/* passive peers never accepted, freed
 					 * when they failed or timed out */
+	uint64_t ring_grains;		/* immediates queued for rings */
+	uint64_t ring_proto_errors;	/* refused by a ring: out of order, a
+					 * jump, more than its slots, an
+					 * attach naming no ring */
 };
 int rdmaxfer_agent_stats(struct rdmaxfer_agent *agent,
 			 struct rdmaxfer_agent_stats *stats, size_t size);
@@ -1097,8 +1101,10 @@ struct rdmaxfer_grain {
  * immediate (the index); the target takes grains (wait, poll or callback),
  * reads them in place and releases them.  Credits: a put that would
  * overwrite an unreleased slot blocks (bounded) or returns -EAGAIN, never
- * laps.  The target's agent must listen; its notifications belong to the
- * ring.  flags 0, or RDMAXFER_RING_OVERRUN (1.7): a put never waits for
+ * laps.  The target's agent must listen; a ring takes the immediates of
+ * the writers attached to it only (the agent's other notifications stay
+ * the application's), and a writer that breaks the protocol is failed.
+ * flags 0, or RDMAXFER_RING_OVERRUN (1.7): a put never waits for
  * the target; a grain whose slot is not released is dropped (-ENOBUFS)
  * and the target's wait reports the loss (-EOVERFLOW, grain->lost).
  */

@@ -546,7 +546,9 @@ void rx_deliver_notifs(struct rdmaxfer_agent *agent)
 
 	pthread_mutex_lock(&agent->lock);
 	/* one deliverer at a time keeps the callback order = arrival order */
-	if (agent->delivering || !agent->notif_fn || !agent->notifs.count) {
+	if (agent->delivering ||
+	    ((!agent->notif_fn || !agent->notifs.count) &&
+	     !rx_rings_pending(agent))) {
 		pthread_mutex_unlock(&agent->lock);
 		return;
 	}
@@ -563,6 +565,8 @@ void rx_deliver_notifs(struct rdmaxfer_agent *agent)
 		fn(user, n);
 		pthread_mutex_lock(&agent->lock);
 	}
+	/* the rings' callbacks, with the same one-deliverer rule */
+	rx_rings_deliver(agent);
 	agent->delivering = false;
 	/* rdmaxfer_set_notif_cb() may wait for this callback to return */
 	pthread_cond_broadcast(&agent->cond);
@@ -834,6 +838,7 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 	rx_list_init(&agent->mems);
 	rx_list_init(&agent->mem_spares);
 	rx_list_init(&agent->async_node);
+	rx_list_init(&agent->rings);
 	agent->wake_fd = -1;
 
 	ret = open_device(agent, agent->attr.device);
@@ -1059,7 +1064,8 @@ int rdmaxfer_agent_query(struct rdmaxfer_agent *agent,
 			rx_container_of(l, struct rdmaxfer_peer, node);
 
 		info->npeers++;
-		if (!peer->initiator && !peer->handed_out)
+		/* as conn.c's half_open(): a ring's writers are the ring's */
+		if (!peer->initiator && !peer->handed_out && !peer->ring)
 			info->npeers_half_open++;
 	}
 	pthread_mutex_unlock(&agent->lock);

@@ -169,6 +169,7 @@ void rx_peer_free(struct rdmaxfer_peer *peer)
 	unsigned int i;
 
 	scrub_notifs(peer);
+	rx_ring_peer_gone(peer);
 	for (i = 0; i < peer->nqps; i++) {
 		if (peer->qps[i].id && peer->qps[i].established &&
 		    !peer->qps[i].disconnecting && !peer->agent->port_down)
@@ -458,7 +459,8 @@ static void qp_established(struct rx_qp *q)
 	    peer->state == RDMAXFER_PEER_CONNECTING) {
 		peer->state = RDMAXFER_PEER_CONNECTED;
 		peer->deadline_ns = 0;
-		if (!peer->initiator)
+		/* a ring's writer is the ring's, not the application's */
+		if (!peer->initiator && !peer->ring)
 			rx_list_add_tail(&agent->accept_q, &peer->accept_node);
 	}
 }
@@ -498,7 +500,8 @@ static struct rdmaxfer_peer *find_accepting(struct rdmaxfer_agent *agent,
 	return NULL;
 }
 
-/* Lock held: passive peers not handed out yet (handshaking or queued). */
+/* Lock held: passive peers not handed out yet (handshaking or queued);
+ * a ring's writers are the ring's (bounded there). */
 static unsigned int half_open(struct rdmaxfer_agent *agent)
 {
 	struct rx_list *l;
@@ -508,7 +511,7 @@ static unsigned int half_open(struct rdmaxfer_agent *agent)
 		struct rdmaxfer_peer *peer =
 			rx_container_of(l, struct rdmaxfer_peer, node);
 
-		if (!peer->initiator && !peer->handed_out)
+		if (!peer->initiator && !peer->handed_out && !peer->ring)
 			n++;
 	}
 	return n;
@@ -1176,7 +1179,7 @@ int rdmaxfer_peer_flush(struct rdmaxfer_peer *peer, int timeout_ms)
 			break;
 	}
 	pthread_mutex_unlock(&agent->lock);
-	if (agent->notif_fn)
+	if (rx_has_callbacks(agent))
 		rx_deliver_notifs(agent);
 	return ret;
 }

@@ -197,6 +197,9 @@ struct rdmaxfer_peer {
 	/* its notifications queued or held for the application (bounded
 	 * by max_notifs_peer, notif.c) */
 	uint32_t nnotifs;
+	/* the ring it writes grains into (ring.c): its immediates go there,
+	 * not to the application */
+	struct rdmaxfer_ring *ring;
 	struct rx_exports exports;
 	/* passive peer not handed out yet: freed when not CONNECTED by then;
 	 * a failed peer: its requests are aborted when not flushed by then */
@@ -406,6 +409,10 @@ struct rdmaxfer_agent {
 	uint32_t held_head, nheld;
 	/* hostile-input counters (rdmaxfer_agent_stats()), lock held */
 	struct rdmaxfer_agent_stats stats;
+	struct rx_list rings;		/* struct rdmaxfer_ring (ring.c) */
+	/* rings of it with a callback: written under the lock, read
+	 * without it as a hint, like notif_fn (rx_has_callbacks()) */
+	uint32_t ring_cbs;
 	rdmaxfer_notif_fn notif_fn;
 	void *notif_user;
 	bool delivering;		/* a thread is running the callback */
@@ -541,6 +548,15 @@ static inline bool rx_peer_sendable(const struct rdmaxfer_peer *peer)
 		 peer->qps[0].established));
 }
 
+/* Lock not needed: has the agent a callback to deliver to, the
+ * application's or a ring's (a hint: rx_deliver_notifs() looks again
+ * under the lock). */
+static inline bool rx_has_callbacks(const struct rdmaxfer_agent *agent)
+{
+	return agent->notif_fn ||
+	       __atomic_load_n(&agent->ring_cbs, __ATOMIC_RELAXED);
+}
+
 /* Lock held: ring held doorbells, if any (test, wait and progress). */
 static inline void rx_ring_deferred(struct rdmaxfer_agent *agent)
 {
@@ -654,6 +670,18 @@ void rx_xfer_plan_build(struct rx_xfer_plan *p, enum rdmaxfer_op op,
 void rx_xfer_notif_wr(struct ibv_send_wr *wr, uint32_t value,
 		      const struct rdmaxfer_desc *remote);
 
+/*
+ * ring.c, for notif.c and agent.c (agent lock held): an immediate or a
+ * message of a peer, which returns true when it was the rings' (a grain
+ * of the ring the peer is attached to, or an attach); the rings'
+ * callbacks, run where the application's are; a peer going away.
+ */
+bool rx_ring_recv(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *peer,
+		  const struct rdmaxfer_notif *n);
+bool rx_rings_pending(struct rdmaxfer_agent *agent);
+void rx_rings_deliver(struct rdmaxfer_agent *agent);
+void rx_ring_peer_gone(struct rdmaxfer_peer *peer);
+
 /* ring_info.c */
 int rx_ring_info_check(const struct rdmaxfer_ring_info *info);
 void rx_ring_span(uint64_t head, uint32_t count, uint32_t n,
@@ -661,6 +689,13 @@ void rx_ring_span(uint64_t head, uint32_t count, uint32_t n,
 uint32_t rx_ring_samples_imm(uint64_t head, uint32_t count);
 int rx_ring_samples_head(uint32_t imm, uint64_t next, uint32_t n,
 			 uint64_t *head, uint32_t *count);
+#define RX_RING_ATTACH_VALUE	0x41584452U	/* "RDXA" */
+#define RX_RING_ATTACH_VERSION	1
+#define RX_RING_ATTACH_LEN	24
+int rx_ring_attach_encode(uint64_t addr, uint32_t rkey, void *buf,
+			  size_t cap);
+int rx_ring_attach_decode(const void *buf, size_t len, uint64_t *addr,
+			  uint32_t *rkey);
 
 /*
  * hello.c (no verbs): the rdma_cm private data of a connect (hello) and of

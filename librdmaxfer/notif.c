@@ -17,7 +17,7 @@
  * them (backpressure: the SRQ runs dry, every sender waits, nothing is
  * lost), and max_notifs_peer for one peer, past which that peer is failed
  * (the SRQ is shared: holding buffers back for one peer would hold back
- * all of them).
+ * all of them).  A ring's immediates go to the ring (ring.c).
  *
  * A sent message stays in a send slot until its completion, which a
  * receiver that stops progressing may hold back for ever.  Slots are
@@ -263,6 +263,9 @@ uint32_t rx_recv_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
 	}
 	n->peer = peer;
 	n->peer_id = peer ? peer->remote_id : 0;
+	/* a ring's grains and attaches are the ring's (ring.c) */
+	if (peer && rx_ring_recv(agent, peer, n))
+		goto out;
 	if (peer && peer->nnotifs >= agent->attr.max_notifs_peer) {
 		/* one peer's share of the queue is bounded: it is failed,
 		 * not the agent, and not the other peers by backpressure */
@@ -468,7 +471,7 @@ int rdmaxfer_get_notifs(struct rdmaxfer_agent *agent,
 		rx_progress_locked(agent);
 	n = agent->notif_fn ? 0 : take_notifs(agent, notifs, max);
 	pthread_mutex_unlock(&agent->lock);
-	if (agent->notif_fn)
+	if (rx_has_callbacks(agent))
 		rx_deliver_notifs(agent);
 	return (int)n;
 }

@@ -1314,7 +1314,8 @@ int rdmaxfer_req_test(struct rdmaxfer_req *req)
 		progress_data_locked(agent);
 	ret = req_result(req);
 	rx_data_unlock(agent);
-	if (agent->notifs.count && agent->notif_fn)
+	if ((agent->notifs.count && agent->notif_fn) ||
+	    __atomic_load_n(&agent->ring_cbs, __ATOMIC_RELAXED))
 		rx_deliver_notifs(agent);
 	return ret;
 }
@@ -1345,7 +1346,7 @@ int rdmaxfer_req_wait(struct rdmaxfer_req *req, int timeout_ms)
 			break;
 	}
 	pthread_mutex_unlock(&agent->lock);
-	if (agent->notif_fn)
+	if (rx_has_callbacks(agent))
 		rx_deliver_notifs(agent);
 	return ret;
 }

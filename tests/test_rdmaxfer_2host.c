@@ -1241,7 +1241,7 @@ static int rs_serve(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *ini)
 		ret = ring_info_send(ring, ini, "sample ring");
 	if (ret)
 		goto out;
-	/* the callback takes the agent's notifications: wait on its count */
+	/* the ring's callback takes its writes: wait on its count */
 	t0 = now_s();
 	while (now_s() - t0 < WAIT_MS / 1000.0) {
 		pthread_mutex_lock(&st.lock);
@@ -1256,7 +1256,6 @@ static int rs_serve(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *ini)
 		}
 		usleep(1000);
 	}
-	/* messages are the agent's again */
 	rdmaxfer_ring_set_samples_cb(ring, NULL, NULL);
 	if (st.bad[0])
 		snprintf(reply, sizeof(reply), "%s", st.bad);

@@ -843,13 +843,20 @@ static int wait_event(struct rdmaxfer_agent *agent,
 	return ret;
 }
 
-/* Establish every QP of an initiator peer.  Called without the lock. */
-static int connect_qps(struct rdmaxfer_peer *peer, int timeout_ms)
+/*
+ * Establish every QP of an initiator peer.  Called without the lock.
+ * Every QP must reach one agent: expect_id's (a reconnect: the agent the
+ * peer's prepared requests, rkeys and exports belong to), or where
+ * expect_id is 0 the first QP's; a welcome from another is -ESTALE.
+ */
+static int connect_qps(struct rdmaxfer_peer *peer, int timeout_ms,
+		       uint64_t expect_id)
 {
 	struct rdmaxfer_agent *agent = peer->agent;
 	int64_t deadline = rx_deadline(timeout_ms);
 	struct rdma_event_channel *ch;
 	struct sockaddr_storage dst;
+	uint64_t id_seen = expect_id;
 	struct rdma_cm_id *id;
 	unsigned int i;
 	int ret;
@@ -930,6 +937,13 @@ static int connect_qps(struct rdmaxfer_peer *peer, int timeout_ms)
 				 deadline, &w);
 		if (ret)
 			goto destroy_qp;
+		/* someone else listens there now (a restarted target): the
+		 * old rkeys must not be fired at it */
+		if ((expect_id || i) && w.agent_id != id_seen) {
+			ret = -ESTALE;
+			goto destroy_qp;
+		}
+		id_seen = w.agent_id;
 		pthread_mutex_lock(&agent->lock);
 		peer->remote_id = w.agent_id;
 		ret = rdma_migrate_id(id, agent->cm_ch) ? -errno : 0;
@@ -994,7 +1008,7 @@ int rdmaxfer_connect(struct rdmaxfer_agent *agent, const char *host,
 	pthread_mutex_unlock(&agent->lock);
 	if (!peer)
 		return -ENOMEM;
-	ret = connect_qps(peer, timeout_ms);
+	ret = connect_qps(peer, timeout_ms, 0);
 	pthread_mutex_lock(&agent->lock);
 	/* a port or device event may have failed it while we connected */
 	if (!ret && peer->state != RDMAXFER_PEER_CONNECTED)
@@ -1099,7 +1113,9 @@ int rdmaxfer_peer_reconnect(struct rdmaxfer_peer *peer, int timeout_ms)
 	peer->qps_err_deferred = false;
 	pthread_mutex_unlock(&agent->lock);
 
-	ret = connect_qps(peer, timeout_ms);
+	/* the agent it reached before, or -ESTALE (the peer then stays in
+	 * state ERROR with that error, its old identity kept) */
+	ret = connect_qps(peer, timeout_ms, peer->remote_id);
 	pthread_mutex_lock(&agent->lock);
 	if (!ret && peer->state != RDMAXFER_PEER_CONNECTED)
 		ret = peer->error ? peer->error : -ECONNRESET;

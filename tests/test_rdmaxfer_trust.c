@@ -15,7 +15,10 @@
  *  - a ring's callback on a caller-driven agent runs from the
  *    application's progress calls;
  *  - an overrun ring's gap of 2^30 grains costs one pass over its slots
- *    (its credit word once walked it index by index).
+ *    (its credit word once walked it index by index);
+ *  - a reconnect that reaches another agent at the same address (a
+ *    restarted target) fails with -ESTALE, the peer kept in its old
+ *    identity, nothing left at the new agent.
  *
  * Skips (77) without $RXE_ADDR or a device.
  */
@@ -380,11 +383,73 @@ static void test_overrun_jump(void)
 	rdmaxfer_agent_destroy(tgt);
 }
 
+/*
+ * A reconnect that reaches another agent on the same address (a
+ * restarted target) fails with -ESTALE: the peer's prepared requests,
+ * rkeys and exports belong to the old one.
+ */
+static void test_reconnect_estale(void)
+{
+	struct rdmaxfer_agent_attr attr;
+	struct rdmaxfer_agent *a, *b, *cli;
+	struct rdmaxfer_agent_info info;
+	struct rdmaxfer_peer *p;
+	uint64_t old_id;
+	uint16_t port;
+	double t0;
+	int ret;
+
+	server_attr(&attr);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_agent_create(&attr, &a), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_listen(a, addr, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_listen_port(a, &port), 0);
+	CU_ASSERT_EQUAL_FATAL(new_agent(RDMAXFER_PROGRESS_CALLER, 2, &cli), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_connect(cli, addr, port, WAIT_MS, &p),
+			      0);
+	old_id = rdmaxfer_peer_id(p);
+	/* the target restarts on the same port */
+	rdmaxfer_agent_destroy(a);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_agent_create(&attr, &b), 0);
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_listen(b, addr, port), 0);
+	t0 = now_s();
+	while (rdmaxfer_peer_state(p) == RDMAXFER_PEER_CONNECTED &&
+	       now_s() - t0 < 10) {
+		rdmaxfer_progress(cli);
+		usleep(10000);
+	}
+	ret = rdmaxfer_peer_reconnect(p, WAIT_MS);
+	rc_diag("reconnect to the restarted target: %s, peer error %s",
+		rdmaxfer_strerror(ret),
+		rdmaxfer_strerror(rdmaxfer_peer_error(p)));
+	CU_ASSERT_EQUAL(ret, -ESTALE);
+	CU_ASSERT_EQUAL(rdmaxfer_peer_state(p), RDMAXFER_PEER_ERROR);
+	CU_ASSERT_EQUAL(rdmaxfer_peer_error(p), -ESTALE);
+	CU_ASSERT_EQUAL(rdmaxfer_peer_id(p), old_id);
+	/* again: the same answer, nothing left behind at the new target */
+	CU_ASSERT_EQUAL(rdmaxfer_peer_reconnect(p, WAIT_MS), -ESTALE);
+	CU_ASSERT_EQUAL(rdmaxfer_peer_destroy(p), 0);
+	t0 = now_s();
+	do {
+		rdmaxfer_agent_query(b, &info);
+		if (!info.npeers)
+			break;
+		usleep(100000);
+	} while (now_s() - t0 < 10);
+	CU_ASSERT_EQUAL(info.npeers, 0);
+	/* a fresh connection to it is fine */
+	CU_ASSERT_EQUAL(rdmaxfer_connect(cli, addr, port, WAIT_MS, &p), 0);
+	CU_ASSERT_NOT_EQUAL(rdmaxfer_peer_id(p), old_id);
+	CU_ASSERT_EQUAL(rdmaxfer_peer_destroy(p), 0);
+	rdmaxfer_agent_destroy(cli);
+	rdmaxfer_agent_destroy(b);
+}
+
 static const struct rc_test_case cases[] = {
 	{ "prepare_huge", test_prepare_huge },
 	{ "ring_isolation", test_ring_isolation },
 	{ "ring_cb_caller", test_ring_cb_caller },
 	{ "overrun_jump", test_overrun_jump },
+	{ "reconnect_estale", test_reconnect_estale },
 	{ NULL, NULL }
 };
 

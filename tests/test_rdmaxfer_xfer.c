@@ -15,7 +15,6 @@
  * a replay of the fuzzing corpus in corpus/xfer/ (grown by fuzz_xfer.c)
  * with the fuzzer's own checks (fuzz_xfer.h).  No device needed.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -299,84 +298,43 @@ static void test_blob_and_exports_bounds(void)
 	}
 }
 
-static uint8_t *read_file(const char *path, size_t *lenp)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *b = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (!fseek(f, 0, SEEK_END) && (n = ftell(f)) >= 0 &&
-	    !fseek(f, 0, SEEK_SET)) {
-		b = malloc(n ? (size_t)n : 1);
-		if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-			free(b);
-			b = NULL;
-		}
-		*lenp = (size_t)n;
-	}
-	fclose(f);
-	return b;
-}
-
 /* corpus/xfer/: the name's prefix says what the plan must answer */
-static void test_corpus(void)
+static void corpus_one(void *user, const char *name, const char *path,
+		       const unsigned char *data, size_t len)
 {
 	static const struct { const char *prefix; int ret; } want[] = {
 		{ "ok-", 0 }, { "e2big-", -E2BIG }, { "eoverflow-", -EOVERFLOW },
 	};
-	char dirpath[4096], path[8192];
-	struct dirent *de;
-	int files = 0, named = 0;
-	DIR *dir;
+	int *named = user, ret;
+	size_t k;
 
-	snprintf(dirpath, sizeof(dirpath), "%s/xfer", CORPUS_DIR);
-	dir = opendir(dirpath);
-	if (!dir) {
-		CU_FAIL("corpus directory missing");
-		rc_diag("%s: %s", dirpath, strerror(errno));
-		return;
+	if (fx_check_xfer(data, len, &ret)) {
+		CU_FAIL("corpus file broke the contract");
+		rc_diag("%s", path);
 	}
-	while ((de = readdir(dir))) {
-		uint8_t *b;
-		size_t len, k;
-		int ret;
+	for (k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+		if (strncmp(name, want[k].prefix, strlen(want[k].prefix)))
+			continue;
+		(*named)++;
+		if (ret != want[k].ret) {
+			CU_FAIL("corpus file: unexpected answer");
+			rc_diag("%s: %d", path, ret);
+		}
+	}
+	if (!strncmp(name, "bad-", 4)) {
+		(*named)++;
+		if (!ret || ret == -E2BIG || ret == -EOVERFLOW) {
+			CU_FAIL("bad corpus file accepted");
+			rc_diag("%s: %d", path, ret);
+		}
+	}
+}
 
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dirpath, de->d_name);
-		b = read_file(path, &len);
-		if (!b) {
-			CU_FAIL("unreadable corpus file");
-			rc_diag("%s", path);
-			continue;
-		}
-		if (fx_check_xfer(b, len, &ret)) {
-			CU_FAIL("corpus file broke the contract");
-			rc_diag("%s", path);
-		}
-		for (k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
-			if (strncmp(de->d_name, want[k].prefix,
-				    strlen(want[k].prefix)))
-				continue;
-			named++;
-			if (ret != want[k].ret) {
-				CU_FAIL("corpus file: unexpected answer");
-				rc_diag("%s: %d", path, ret);
-			}
-		}
-		if (!strncmp(de->d_name, "bad-", 4)) {
-			named++;
-			if (!ret || ret == -E2BIG || ret == -EOVERFLOW) {
-				CU_FAIL("bad corpus file accepted");
-				rc_diag("%s: %d", path, ret);
-			}
-		}
-		files++;
-		free(b);
-	}
-	closedir(dir);
+static void test_corpus(void)
+{
+	int files, named = 0;
+
+	files = rc_corpus_each(CORPUS_DIR "/xfer", corpus_one, &named);
 	rc_diag("corpus xfer: %d files, %d with an expected answer", files,
 		named);
 	CU_ASSERT(files >= 10);

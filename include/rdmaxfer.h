@@ -115,10 +115,21 @@ struct rdmaxfer_agent_attr {
 	 * use on-demand paging (0: $RDMAXFER_ODP, else auto; LIBRDMAXFER_1.2,
 	 * was a reserved zero field) */
 	uint32_t odp;
-	uint64_t reserved[3];		/* must be zero */
+	/* notifications queued for the application: at most max_notifs
+	 * (default RDMAXFER_DEF_MAX_NOTIFS), beyond which the agent holds
+	 * its receive buffers back and senders wait (RNR), and at most
+	 * max_notifs_peer of one peer (default RDMAXFER_DEF_MAX_NOTIFS_PEER,
+	 * at most max_notifs), beyond which that peer is failed; see
+	 * rdmaxfer_notif(3) (LIBRDMAXFER_1.12, were reserved[0], whose
+	 * eight-byte alignment keeps them where it was) */
+	uint32_t max_notifs __attribute__((aligned(8)));
+	uint32_t max_notifs_peer;
+	uint64_t reserved[2];		/* must be zero */
 };
 
 #define RDMAXFER_DEF_MAX_HALF_OPEN	64
+#define RDMAXFER_DEF_MAX_NOTIFS		4096
+#define RDMAXFER_DEF_MAX_NOTIFS_PEER	1024
 
 /* Fill attr with defaults (gid_index -1, max_inline 64, the rest 0). */
 void rdmaxfer_agent_attr_init(struct rdmaxfer_agent_attr *attr);
@@ -174,6 +185,39 @@ int rdmaxfer_agent_query(struct rdmaxfer_agent *agent,
 /* Statistics of the agent's registration cache (libregcache's). */
 int rdmaxfer_agent_cache_stats(struct rdmaxfer_agent *agent,
 			       struct regcache_stats *stats);
+
+/*
+ * What peers sent that the agent refused, dropped or held back, since it
+ * was created (rdmaxfer_agent_stats(3), LIBRDMAXFER_1.12).  The struct
+ * grows at its end: rdmaxfer_agent_stats() fills the first size bytes
+ * and zeroes what it does not know.
+ */
+struct rdmaxfer_agent_stats {
+	uint32_t max_notifs;		/* the bounds in effect */
+	uint32_t max_notifs_peer;
+	uint64_t notifs;		/* queued for the application */
+	uint64_t notifs_queued;		/* ... in the queue now */
+	uint64_t notifs_peak;		/* ... the most at once */
+	uint64_t notifs_held;		/* receive buffers held back now */
+	uint64_t notifs_backpressured;	/* ... receives held back in all */
+	uint64_t notifs_dropped;	/* of a peer over max_notifs_peer */
+	uint64_t notifs_malformed;	/* no immediate, bad opcode, too long,
+					 * a failed receive: dropped */
+	uint64_t peers_failed_flood;	/* failed over max_notifs_peer */
+	uint64_t peers_failed_proto;	/* failed for a protocol error */
+	uint64_t peers_remote_errors;	/* their RDMA refused on our side */
+	uint64_t hellos_bad;		/* connect requests refused: bad or
+					 * foreign hello, another version */
+	uint64_t half_open_refused;	/* refused at max_half_open */
+	uint64_t half_open_freed;	/* passive peers never accepted, freed
+					 * when they failed or timed out */
+	uint64_t ring_grains;		/* immediates queued for rings */
+	uint64_t ring_proto_errors;	/* refused by a ring: out of order, a
+					 * jump, more than its slots, an
+					 * attach naming no ring */
+};
+int rdmaxfer_agent_stats(struct rdmaxfer_agent *agent,
+			 struct rdmaxfer_agent_stats *stats, size_t size);
 
 /*
  * Drive completions and connection events once, without blocking.
@@ -419,6 +463,17 @@ enum rdmaxfer_op {
 	RDMAXFER_OP_CSWAP = 4,		/* atomic compare-and-swap */
 };
 
+/*
+ * Bounds of a prepared transfer (rdmaxfer_xfer_prepare(3)): a remote
+ * descriptor longer than any registration can be (the 57-bit virtual
+ * address space of five-level paging) is refused with -ERANGE, as by
+ * rdmaxfer_md_parse() and rdmaxfer_peer_set_exports(); a request of more
+ * work requests than this (pieces of at most the port's max message
+ * size and 1 GiB, about 200 bytes of the request each) with -E2BIG.
+ */
+#define RDMAXFER_DESC_MAX_LEN	(1ULL << 57)
+#define RDMAXFER_XFER_MAX_WRS	(1U << 20)
+
 /* Optional notification of a transfer, delivered to the remote agent
  * after all the transfer's data is in place (see rdmaxfer(7)). */
 struct rdmaxfer_xfer_notif {
@@ -543,7 +598,9 @@ enum rdmaxfer_notif_type {
 };
 
 struct rdmaxfer_notif {
-	struct rdmaxfer_peer *peer;	/* the peer it came from */
+	/* the peer it came from, if the application owns it (connected to
+	 * it, or took it from rdmaxfer_accept()); else NULL */
+	struct rdmaxfer_peer *peer;
 	uint64_t peer_id;		/* its agent id */
 	enum rdmaxfer_notif_type type;
 	uint32_t value;
@@ -1051,8 +1108,10 @@ struct rdmaxfer_grain {
  * immediate (the index); the target takes grains (wait, poll or callback),
  * reads them in place and releases them.  Credits: a put that would
  * overwrite an unreleased slot blocks (bounded) or returns -EAGAIN, never
- * laps.  The target's agent must listen; its notifications belong to the
- * ring.  flags 0, or RDMAXFER_RING_OVERRUN (1.7): a put never waits for
+ * laps.  The target's agent must listen; a ring takes the immediates of
+ * the writers attached to it only (the agent's other notifications stay
+ * the application's), and a writer that breaks the protocol is failed.
+ * flags 0, or RDMAXFER_RING_OVERRUN (1.7): a put never waits for
  * the target; a grain whose slot is not released is dropped (-ENOBUFS)
  * and the target's wait reports the loss (-EOVERFLOW, grain->lost).
  */

@@ -42,6 +42,15 @@
  * consumed the channel event that concerned it) */
 #define BLOCK_SLICE_MS		20
 
+/* max_notifs and max_notifs_peer took the eight bytes of reserved[0]:
+ * no other field of the attributes moved, nor their size */
+_Static_assert(offsetof(struct rdmaxfer_agent_attr, max_notifs) % 8 == 0 &&
+	       offsetof(struct rdmaxfer_agent_attr, reserved) ==
+	       offsetof(struct rdmaxfer_agent_attr, max_notifs) + 8 &&
+	       sizeof(struct rdmaxfer_agent_attr) ==
+	       offsetof(struct rdmaxfer_agent_attr, reserved) + 16,
+	       "rdmaxfer_agent_attr layout");
+
 int64_t rx_now_ns(void)
 {
 	struct timespec ts;
@@ -418,6 +427,8 @@ static void async_handle(struct rdmaxfer_agent *agent,
 		 * the precise error from it (see rx_peer_fail_quiet()) */
 		peer = rx_peer_by_qpn(agent, ev->qpn, &qi);
 		if (peer)
+			agent->stats.peers_remote_errors++;
+		if (peer)
 			rx_peer_fail_quiet(peer,
 					   ev->type == IBV_EVENT_QP_ACCESS_ERR ?
 					   -EACCES : -EREMOTEIO);
@@ -565,7 +576,9 @@ void rx_deliver_notifs(struct rdmaxfer_agent *agent)
 
 	pthread_mutex_lock(&agent->lock);
 	/* one deliverer at a time keeps the callback order = arrival order */
-	if (agent->delivering || !agent->notif_fn || !agent->notifs.count) {
+	if (agent->delivering ||
+	    ((!agent->notif_fn || !agent->notifs.count) &&
+	     !rx_rings_pending(agent))) {
 		pthread_mutex_unlock(&agent->lock);
 		return;
 	}
@@ -575,19 +588,15 @@ void rx_deliver_notifs(struct rdmaxfer_agent *agent)
 	/* the notification stays queued if this fails: a later call tries */
 	n = malloc(sizeof(*n));
 	pthread_mutex_lock(&agent->lock);
-	while (n && agent->notif_fn && agent->notifs.count) {
-		struct rx_notif_q *q = &agent->notifs;
-
-		*n = q->ring[q->head];
-		rx_notif_expose(n);
-		q->head = (q->head + 1) % q->cap;
-		q->count--;
+	while (n && agent->notif_fn && rx_notif_pop(agent, n)) {
 		fn = agent->notif_fn;
 		user = agent->notif_user;
 		pthread_mutex_unlock(&agent->lock);
 		fn(user, n);
 		pthread_mutex_lock(&agent->lock);
 	}
+	/* the rings' callbacks, with the same one-deliverer rule */
+	rx_rings_deliver(agent);
 	agent->delivering = false;
 	/* rdmaxfer_set_notif_cb() may wait for this callback to return */
 	pthread_cond_broadcast(&agent->cond);
@@ -750,7 +759,9 @@ static int alloc_buffers(struct rdmaxfer_agent *agent)
 
 	/* send slots are per peer (notif.c) */
 	agent->recv_buf = aligned_alloc(4096, rbytes);
-	if (!agent->recv_buf)
+	/* a notification held back keeps its buffer: at most all of them */
+	agent->held = calloc(agent->attr.srq_depth, sizeof(*agent->held));
+	if (!agent->recv_buf || !agent->held)
 		return -ENOMEM;
 	/* internal buffers live as long as the agent: registered directly,
 	 * not through the cache that serves user memory */
@@ -763,8 +774,7 @@ static int alloc_buffers(struct rdmaxfer_agent *agent)
 
 static int check_attr(struct rdmaxfer_agent_attr *a)
 {
-	if (a->reserved[0] || a->reserved[1] || a->reserved[2] ||
-	    a->odp > RDMAXFER_ODP_OFF)
+	if (a->reserved[0] || a->reserved[1] || a->odp > RDMAXFER_ODP_OFF)
 		return -EINVAL;
 	/* a flag this library does not know is refused, not dropped: it
 	 * may ask for a safety this library cannot give */
@@ -800,6 +810,14 @@ static int check_attr(struct rdmaxfer_agent_attr *a)
 		a->name = "rdmaxfer";
 	if (!a->max_half_open)
 		a->max_half_open = RDMAXFER_DEF_MAX_HALF_OPEN;
+	if (!a->max_notifs)
+		a->max_notifs = RDMAXFER_DEF_MAX_NOTIFS;
+	if (!a->max_notifs_peer)
+		a->max_notifs_peer = a->max_notifs < RDMAXFER_DEF_MAX_NOTIFS_PEER ?
+				     a->max_notifs : RDMAXFER_DEF_MAX_NOTIFS_PEER;
+	/* one peer's share cannot be more than the whole */
+	if (a->max_notifs_peer > a->max_notifs)
+		return -EINVAL;
 	return 0;
 }
 
@@ -858,6 +876,7 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 	rx_list_init(&agent->async_node);
 	rx_list_init(&agent->deps);
 	agent->gen_stale_min = UINT64_MAX;
+	rx_list_init(&agent->rings);
 	agent->wake_fd = -1;
 
 	ret = open_device(agent, agent->attr.device);
@@ -999,6 +1018,7 @@ free_buffers:
 	if (agent->recv_mr)
 		ibv_dereg_mr(agent->recv_mr);
 	free(agent->recv_buf);
+	free(agent->held);
 destroy_cm_ch:
 	rdma_destroy_event_channel(agent->cm_ch);
 destroy_srq:
@@ -1077,6 +1097,7 @@ void rdmaxfer_agent_destroy(struct rdmaxfer_agent *agent)
 	ibv_destroy_comp_channel(agent->comp_ch);
 	ibv_dealloc_pd(agent->pd);
 	free(agent->notifs.ring);
+	free(agent->held);
 	pthread_cond_destroy(&agent->cond);
 	pthread_mutex_destroy(&agent->lock);
 	free(agent);
@@ -1129,10 +1150,35 @@ int rdmaxfer_agent_query(struct rdmaxfer_agent *agent,
 			rx_container_of(l, struct rdmaxfer_peer, node);
 
 		info->npeers++;
-		if (!peer->initiator && !peer->handed_out)
+		/* as conn.c's half_open(): a ring's writers are the ring's */
+		if (!peer->initiator && !peer->handed_out && !peer->ring)
 			info->npeers_half_open++;
 	}
 	pthread_mutex_unlock(&agent->lock);
+	return 0;
+}
+
+RX_EXPORT
+int rdmaxfer_agent_stats(struct rdmaxfer_agent *agent,
+			 struct rdmaxfer_agent_stats *stats, size_t size)
+{
+	struct rdmaxfer_agent_stats s;
+
+	if (!agent || !stats || !size)
+		return -EINVAL;
+	pthread_mutex_lock(&agent->lock);
+	s = agent->stats;
+	s.max_notifs = agent->attr.max_notifs;
+	s.max_notifs_peer = agent->attr.max_notifs_peer;
+	s.notifs_queued = agent->notifs.count;
+	s.notifs_held = agent->nheld;
+	pthread_mutex_unlock(&agent->lock);
+	/* a caller built with a longer struct gets zeros past ours */
+	if (size > sizeof(s)) {
+		memset((char *)stats + sizeof(s), 0, size - sizeof(s));
+		size = sizeof(s);
+	}
+	memcpy(stats, &s, size);
 	return 0;
 }
 

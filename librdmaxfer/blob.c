@@ -120,7 +120,9 @@ int rx_md_encode(const struct rdmaxfer_md *md, void *buf, size_t cap,
 	for (i = 0; i < md->ndescs; i++) {
 		uint8_t *d = p + RX_MD_HDR_LEN + i * RX_MD_DESC_LEN;
 
-		if (!kind_valid(md->descs[i].kind))
+		if (!kind_valid(md->descs[i].kind) || !md->descs[i].len ||
+		    md->descs[i].len > RDMAXFER_DESC_MAX_LEN ||
+		    md->descs[i].addr + md->descs[i].len < md->descs[i].addr)
 			return -EINVAL;
 		put64(d, md->descs[i].addr);
 		put64(d + 8, md->descs[i].len);
@@ -194,7 +196,11 @@ int rdmaxfer_md_parse(const void *blob, size_t len, struct rdmaxfer_md **mdp)
 		const uint8_t *d = p + RX_MD_HDR_LEN + (size_t)i * RX_MD_DESC_LEN;
 		uint64_t a = get64(d), l = get64(d + 8);
 
-		if (!kind_valid(get32(d + 20)) || a + l < a)
+		/* a peer's claim of what it exported: no registration is
+		 * empty or longer than RDMAXFER_DESC_MAX_LEN, and what is
+		 * computed from it later (xfer_plan.c) relies on that */
+		if (!kind_valid(get32(d + 20)) || !l ||
+		    l > RDMAXFER_DESC_MAX_LEN || a + l < a)
 			return -EINVAL;
 	}
 

@@ -119,6 +119,9 @@ static int install_qp(struct rdmaxfer_peer *peer, unsigned int index,
 	q->gen_first = agent->qp_gens;
 	q->established = false;
 	q->disconnecting = false;
+	q->disconnected = false;
+	q->cm_est = false;
+	q->dreq_deferred = false;
 	q->sq_used = 0;
 	q->max_inline = init.cap.max_inline_data;
 	if (q->max_inline < agent->info.max_inline || !index)
@@ -184,7 +187,8 @@ static struct rdmaxfer_peer *peer_new(struct rdmaxfer_agent *agent,
 /* Lock held: queued notifications must not name a peer that is gone. */
 static void scrub_notifs(struct rdmaxfer_peer *peer)
 {
-	struct rx_notif_q *q = &peer->agent->notifs;
+	struct rdmaxfer_agent *agent = peer->agent;
+	struct rx_notif_q *q = &agent->notifs;
 	size_t i;
 
 	for (i = 0; i < q->count; i++) {
@@ -192,6 +196,13 @@ static void scrub_notifs(struct rdmaxfer_peer *peer)
 
 		if (n->peer == peer)
 			n->peer = NULL;
+	}
+	for (i = 0; i < agent->nheld; i++) {
+		struct rx_notif_held *h = &agent->held[(agent->held_head + i) %
+						       agent->attr.srq_depth];
+
+		if (h->peer == peer)
+			h->peer = NULL;
 	}
 }
 
@@ -202,6 +213,7 @@ void rx_peer_free(struct rdmaxfer_peer *peer)
 	unsigned int i;
 
 	scrub_notifs(peer);
+	rx_ring_peer_gone(peer);
 	for (i = 0; i < peer->nqps; i++) {
 		if (peer->qps[i].id && peer->qps[i].established &&
 		    !peer->qps[i].disconnecting && !peer->agent->port_down)
@@ -261,6 +273,7 @@ static void peer_fail(struct rdmaxfer_peer *peer, int err, bool to_error)
 {
 	struct rdmaxfer_agent *agent = peer->agent;
 	struct ibv_port_attr pa;
+	bool dreq = false;
 	unsigned int i;
 
 	if (peer->state == RDMAXFER_PEER_ERROR ||
@@ -292,14 +305,53 @@ static void peer_fail(struct rdmaxfer_peer *peer, int err, bool to_error)
 			continue;
 		if (!q->disconnecting && !agent->port_down) {
 			q->disconnecting = true;
-			rdma_disconnect(q->id);
+			/* not before the CM's own ESTABLISHED: see below */
+			if (q->established && !q->cm_est)
+				q->dreq_deferred = true;
+			else
+				rdma_disconnect(q->id);
+			dreq |= q->established;
 		}
 		rx_fail_backlog(q, err);
 	}
+	/*
+	 * ... but one we sent a DREQ is kept until its answer
+	 * (peer_cm_done()) or the flush deadline.  A QP that data proved
+	 * established before its RTU came (rx_qp_comm_est()) gets its DREQ
+	 * only with the CM's ESTABLISHED event: the 6.1 kernel cancels the
+	 * REP's retries in the work behind that event, which does nothing
+	 * once a DREQ moved the id on, so the REP went on retrying and a
+	 * destroy of the id waited for those retries, over a minute, under
+	 * the agent lock (seen in the hostile suite: a peer failed for what
+	 * its first messages were).  It still counts against max_half_open.
+	 */
+	if (dreq && !peer->initiator && !peer->handed_out)
+		peer->deadline_ns = rx_deadline(RX_FLUSH_TIMEOUT_MS);
 	if (to_error)
 		peer_qps_to_error(peer);
 	else
 		peer->qps_err_deferred = true;
+}
+
+/* Lock held: a DISCONNECTED came for q.  A failed passive peer nobody
+ * was handed is freed once every established QP of it has seen its own
+ * (its DREQ answered), at the end of this progress round. */
+static void peer_cm_done(struct rx_qp *q)
+{
+	struct rdmaxfer_peer *peer = q->peer;
+	unsigned int i;
+
+	q->disconnected = true;
+	if (peer->initiator || peer->handed_out ||
+	    (peer->state != RDMAXFER_PEER_ERROR &&
+	     peer->state != RDMAXFER_PEER_DISCONNECTED))
+		return;
+	for (i = 0; i < peer->nqps; i++)
+		if (peer->qps[i].id && peer->qps[i].established &&
+		    !peer->qps[i].disconnected)
+			return;
+	peer->deadline_ns = rx_now_ns();
+	rx_set_deadline(peer->agent, peer->deadline_ns);
 }
 
 void rx_peer_fail(struct rdmaxfer_peer *peer, int err)
@@ -423,8 +475,10 @@ void rx_check_deadlines(struct rdmaxfer_agent *agent)
 		}
 		peer->deadline_ns = 0;
 		if (!peer->initiator && !peer->handed_out) {
-			if (peer->state != RDMAXFER_PEER_CONNECTED)
+			if (peer->state != RDMAXFER_PEER_CONNECTED) {
+				agent->stats.half_open_freed++;
 				rx_peer_free(peer);
+			}
 			continue;
 		}
 		/* a quiet failure's NAK is long gone: flush what is left */
@@ -450,7 +504,8 @@ static void qp_established(struct rx_qp *q)
 	    peer->state == RDMAXFER_PEER_CONNECTING) {
 		peer->state = RDMAXFER_PEER_CONNECTED;
 		peer->deadline_ns = 0;
-		if (!peer->initiator)
+		/* a ring's writer is the ring's, not the application's */
+		if (!peer->initiator && !peer->ring)
 			rx_list_add_tail(&agent->accept_q, &peer->accept_node);
 	}
 }
@@ -490,7 +545,8 @@ static struct rdmaxfer_peer *find_accepting(struct rdmaxfer_agent *agent,
 	return NULL;
 }
 
-/* Lock held: passive peers not handed out yet (handshaking or queued). */
+/* Lock held: passive peers not handed out yet (handshaking or queued);
+ * a ring's writers are the ring's (bounded there). */
 static unsigned int half_open(struct rdmaxfer_agent *agent)
 {
 	struct rx_list *l;
@@ -500,7 +556,7 @@ static unsigned int half_open(struct rdmaxfer_agent *agent)
 		struct rdmaxfer_peer *peer =
 			rx_container_of(l, struct rdmaxfer_peer, node);
 
-		if (!peer->initiator && !peer->handed_out)
+		if (!peer->initiator && !peer->handed_out && !peer->ring)
 			n++;
 	}
 	return n;
@@ -529,15 +585,19 @@ static bool on_connect_request(struct rdmaxfer_agent *agent,
 	int ret;
 
 	/* every field checked (hello.c): the sender is not known yet */
-	if (rx_hello_decode(cp->private_data, cp->private_data_len, &h))
+	if (rx_hello_decode(cp->private_data, cp->private_data_len, &h)) {
+		agent->stats.hellos_bad++;
 		goto reject;
+	}
 	if (agent->fatal)
 		goto reject;
 	peer = find_accepting(agent, &h);
 	if (!peer) {
 		/* a token we do not know: a new peer, if there is room */
-		if (half_open(agent) >= agent->attr.max_half_open)
+		if (half_open(agent) >= agent->attr.max_half_open) {
+			agent->stats.half_open_refused++;
 			goto reject;
+		}
 		peer = peer_new(agent, h.nqps);
 		if (!peer)
 			goto reject;
@@ -548,8 +608,11 @@ static bool on_connect_request(struct rdmaxfer_agent *agent,
 		peer->deadline_ns = rx_deadline(agent->attr.cm_timeout_ms);
 		rx_set_deadline(agent, peer->deadline_ns);
 	}
-	if (peer->nqps != h.nqps || peer->qps[h.qp_index].id)
+	/* the same token with another QP count, or a QP again */
+	if (peer->nqps != h.nqps || peer->qps[h.qp_index].id) {
+		agent->stats.hellos_bad++;
 		goto reject_peer;
+	}
 	ret = install_qp(peer, h.qp_index, ev->id);
 	if (ret)
 		goto reject_peer;
@@ -595,13 +658,22 @@ int rx_cm_event_locked(struct rdmaxfer_agent *agent, struct rdma_cm_event *ev)
 			destroy = ev->id;
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
-		if (q)
+		if (q) {
+			q->cm_est = true;
 			qp_established(q);
+			if (q->dreq_deferred) {
+				q->dreq_deferred = false;
+				if (!agent->port_down)
+					rdma_disconnect(q->id);
+			}
+		}
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 		if (q) {
 			q->disconnecting = true;
+			q->dreq_deferred = false;
 			rx_peer_fail(q->peer, -ECONNRESET);
+			peer_cm_done(q);
 		}
 		break;
 	case RDMA_CM_EVENT_REJECTED:
@@ -816,13 +888,20 @@ static int wait_event(struct rdmaxfer_agent *agent,
 	return ret;
 }
 
-/* Establish every QP of an initiator peer.  Called without the lock. */
-static int connect_qps(struct rdmaxfer_peer *peer, int timeout_ms)
+/*
+ * Establish every QP of an initiator peer.  Called without the lock.
+ * Every QP must reach one agent: expect_id's (a reconnect: the agent the
+ * peer's prepared requests, rkeys and exports belong to), or where
+ * expect_id is 0 the first QP's; a welcome from another is -ESTALE.
+ */
+static int connect_qps(struct rdmaxfer_peer *peer, int timeout_ms,
+		       uint64_t expect_id)
 {
 	struct rdmaxfer_agent *agent = peer->agent;
 	int64_t deadline = rx_deadline(timeout_ms);
 	struct rdma_event_channel *ch;
 	struct sockaddr_storage dst;
+	uint64_t id_seen = expect_id;
 	struct rdma_cm_id *id;
 	unsigned int i;
 	int ret;
@@ -903,9 +982,17 @@ static int connect_qps(struct rdmaxfer_peer *peer, int timeout_ms)
 				 deadline, &w);
 		if (ret)
 			goto destroy_qp;
+		/* someone else listens there now (a restarted target): the
+		 * old rkeys must not be fired at it */
+		if ((expect_id || i) && w.agent_id != id_seen) {
+			ret = -ESTALE;
+			goto destroy_qp;
+		}
+		id_seen = w.agent_id;
 		pthread_mutex_lock(&agent->lock);
 		peer->remote_id = w.agent_id;
 		ret = rdma_migrate_id(id, agent->cm_ch) ? -errno : 0;
+		peer->qps[i].cm_est = true;
 		if (!ret)
 			qp_established(&peer->qps[i]);
 		pthread_mutex_unlock(&agent->lock);
@@ -966,7 +1053,7 @@ int rdmaxfer_connect(struct rdmaxfer_agent *agent, const char *host,
 	pthread_mutex_unlock(&agent->lock);
 	if (!peer)
 		return -ENOMEM;
-	ret = connect_qps(peer, timeout_ms);
+	ret = connect_qps(peer, timeout_ms, 0);
 	pthread_mutex_lock(&agent->lock);
 	/* a port or device event may have failed it while we connected */
 	if (!ret && peer->state != RDMAXFER_PEER_CONNECTED)
@@ -1071,7 +1158,9 @@ int rdmaxfer_peer_reconnect(struct rdmaxfer_peer *peer, int timeout_ms)
 	peer->qps_err_deferred = false;
 	pthread_mutex_unlock(&agent->lock);
 
-	ret = connect_qps(peer, timeout_ms);
+	/* the agent it reached before, or -ESTALE (the peer then stays in
+	 * state ERROR with that error, its old identity kept) */
+	ret = connect_qps(peer, timeout_ms, peer->remote_id);
 	pthread_mutex_lock(&agent->lock);
 	if (!ret && peer->state != RDMAXFER_PEER_CONNECTED)
 		ret = peer->error ? peer->error : -ECONNRESET;
@@ -1151,7 +1240,7 @@ int rdmaxfer_peer_flush(struct rdmaxfer_peer *peer, int timeout_ms)
 			break;
 	}
 	pthread_mutex_unlock(&agent->lock);
-	if (agent->notif_fn)
+	if (rx_has_callbacks(agent))
 		rx_deliver_notifs(agent);
 	return ret;
 }

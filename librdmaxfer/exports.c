@@ -80,7 +80,7 @@ int rx_set_exports(struct rdmaxfer_peer *peer,
 	for (i = 0; i < n; i++) {
 		if (descs[i].kind && !rx_desc_kind_valid(descs[i].kind))
 			return -EINVAL;
-		if (!descs[i].len ||
+		if (!descs[i].len || descs[i].len > RDMAXFER_DESC_MAX_LEN ||
 		    descs[i].addr + descs[i].len < descs[i].addr)
 			return -ERANGE;
 	}

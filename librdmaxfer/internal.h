@@ -122,6 +122,12 @@ struct rx_qp {
 	uint64_t gen_first;	/* agent->qp_gens when this QP got its first */
 	bool established;
 	bool disconnecting;
+	bool disconnected;	/* its DISCONNECTED came: the CM is done */
+	/* its ESTABLISHED event came: until then the CM may still be
+	 * retrying the REP of a QP that data proved established (see
+	 * rx_qp_comm_est()), and a DREQ now would leave it retrying */
+	bool cm_est;
+	bool dreq_deferred;	/* a DREQ to send once cm_est */
 	uint32_t sq_used;	/* WRs posted and not yet retired */
 	uint32_t cq_share;	/* CQ entries reserved for this QP (its SQ) */
 	uint32_t max_inline;	/* what this QP was granted, not asked for */
@@ -193,6 +199,12 @@ struct rdmaxfer_peer {
 	unsigned int nreqs;		/* prepared requests alive */
 	unsigned int nreqs_active;	/* posted and not complete */
 	struct rx_notif_slots notif;
+	/* its notifications queued or held for the application (bounded
+	 * by max_notifs_peer, notif.c) */
+	uint32_t nnotifs;
+	/* the ring it writes grains into (ring.c): its immediates go there,
+	 * not to the application */
+	struct rdmaxfer_ring *ring;
 	struct rx_exports exports;
 	/* passive peer not handed out yet: freed when not CONNECTED by then;
 	 * a failed peer: its requests are aborted when not flushed by then */
@@ -300,6 +312,20 @@ struct rx_notif_q {
 	size_t cap, head, count;
 };
 
+/*
+ * A notification for the application that arrived while the queue was
+ * full: its receive buffer is held, not reposted, until the application
+ * takes from the queue (notif.c).  A FIFO of at most srq_depth entries,
+ * since each holds one of the SRQ's buffers.
+ */
+struct rx_notif_held {
+	struct rdmaxfer_peer *peer;
+	uint32_t index;			/* the receive buffer */
+	uint32_t value;
+	uint32_t len;			/* MSG payload, still in the buffer */
+	enum rdmaxfer_notif_type type;
+};
+
 /* An affiliated or unaffiliated async event, as far as an agent needs it
  * (the ibv_async_event itself is acked at once: see agent.c). */
 struct rx_async_ev {
@@ -386,6 +412,14 @@ struct rdmaxfer_agent {
 	struct rx_list deferred;	/* struct rx_qp with doorbells to ring */
 	struct rx_list accept_q;
 	struct rx_notif_q notifs;
+	struct rx_notif_held *held;	/* FIFO, attr.srq_depth entries */
+	uint32_t held_head, nheld;
+	/* hostile-input counters (rdmaxfer_agent_stats()), lock held */
+	struct rdmaxfer_agent_stats stats;
+	struct rx_list rings;		/* struct rdmaxfer_ring (ring.c) */
+	/* rings of it with a callback: written under the lock, read
+	 * without it as a hint, like notif_fn (rx_has_callbacks()) */
+	uint32_t ring_cbs;
 	rdmaxfer_notif_fn notif_fn;
 	void *notif_user;
 	bool delivering;		/* a thread is running the callback */
@@ -558,6 +592,15 @@ static inline bool rx_self_progress(const struct rdmaxfer_agent *agent)
 	       pthread_equal(agent->thread, pthread_self());
 }
 
+/* Lock not needed: has the agent a callback to deliver to, the
+ * application's or a ring's (a hint: rx_deliver_notifs() looks again
+ * under the lock). */
+static inline bool rx_has_callbacks(const struct rdmaxfer_agent *agent)
+{
+	return agent->notif_fn ||
+	       __atomic_load_n(&agent->ring_cbs, __ATOMIC_RELAXED);
+}
+
 /* Lock held: ring held doorbells, if any (test, wait and progress). */
 static inline void rx_ring_deferred(struct rdmaxfer_agent *agent)
 {
@@ -599,8 +642,10 @@ int rx_cache_get(struct regcache *cache, void *addr, size_t len,
 #define RX_RECV_BATCH	32
 int rx_post_recvs(struct rdmaxfer_agent *agent, const uint32_t *index,
 		  unsigned int n);
+/* rx_recv_completion(): the buffer is held (queue full), not to repost */
+#define RX_RECV_HELD	UINT32_MAX
 uint32_t rx_recv_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc);
-void rx_notif_expose(const struct rdmaxfer_notif *n);
+bool rx_notif_pop(struct rdmaxfer_agent *agent, struct rdmaxfer_notif *out);
 void rx_send_slot_done(struct rdmaxfer_agent *agent, struct ibv_wc *wc);
 void rx_notif_slots_free(struct rdmaxfer_peer *peer);
 
@@ -624,6 +669,63 @@ int rx_md_encode(const struct rdmaxfer_md *md, void *buf, size_t cap,
 /* xfer.c, for ring.c */
 int rx_req_set_imm(struct rdmaxfer_req *req, uint32_t value);
 
+/*
+ * xfer_plan.c (no verbs calls: also built into the host tests and the
+ * fuzzer): a transfer's bytes, its work requests per QP, and the work
+ * requests themselves.  rx_xfer_plan_check() validates the pairs and
+ * picks striping and the piece size (-EINVAL, -ERANGE, -EOVERFLOW,
+ * -E2BIG); the caller then sets fixed_qp (unstriped requests) and
+ * rx_xfer_plan_count() counts (-E2BIG past RDMAXFER_XFER_MAX_WRS);
+ * rx_xfer_plan_build() fills arrays of nwr entries.
+ */
+struct rx_xfer_plan {
+	uint64_t total;			/* bytes */
+	uint64_t piece;			/* the largest piece */
+	unsigned int nqps;
+	unsigned int fixed_qp;		/* unstriped: every piece's QP */
+	bool striped;
+	bool chained;			/* the notification ends the list */
+	bool merged;			/* ... as the last WRITE's immediate */
+	uint32_t count[RX_MAX_QPS];	/* WRs per QP */
+	uint32_t off[RX_MAX_QPS];	/* each QP's first WR */
+	uint32_t fill[RX_MAX_QPS];	/* each QP's next WR (build) */
+	uint32_t nwr;
+	unsigned int nparts;		/* QPs with WRs */
+};
+struct rx_xfer_arrays {
+	struct ibv_send_wr *wrs;
+	struct ibv_sge *sges;
+	int *base_flags;
+	uint32_t *wr_local;
+};
+int rx_check_remote_desc(const struct rdmaxfer_desc *d);
+int rx_xfer_plan_check(struct rx_xfer_plan *p, enum rdmaxfer_op op,
+		       const struct rdmaxfer_iov *local, size_t nlocal,
+		       const struct rdmaxfer_desc *remote, size_t nremote,
+		       unsigned int nqps, uint64_t max_msg_size,
+		       uint64_t stripe_threshold, bool notif);
+int rx_xfer_plan_count(struct rx_xfer_plan *p, const struct rdmaxfer_iov *local,
+		       size_t nlocal);
+void rx_xfer_plan_build(struct rx_xfer_plan *p, enum rdmaxfer_op op,
+			const struct rdmaxfer_iov *local,
+			const struct rdmaxfer_desc *remote, size_t nlocal,
+			const struct rdmaxfer_xfer_notif *notif,
+			const struct rx_xfer_arrays *a);
+void rx_xfer_notif_wr(struct ibv_send_wr *wr, uint32_t value,
+		      const struct rdmaxfer_desc *remote);
+
+/*
+ * ring.c, for notif.c and agent.c (agent lock held): an immediate or a
+ * message of a peer, which returns true when it was the rings' (a grain
+ * of the ring the peer is attached to, or an attach); the rings'
+ * callbacks, run where the application's are; a peer going away.
+ */
+bool rx_ring_recv(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *peer,
+		  const struct rdmaxfer_notif *n);
+bool rx_rings_pending(struct rdmaxfer_agent *agent);
+void rx_rings_deliver(struct rdmaxfer_agent *agent);
+void rx_ring_peer_gone(struct rdmaxfer_peer *peer);
+
 /* ring_info.c */
 int rx_ring_info_check(const struct rdmaxfer_ring_info *info);
 void rx_ring_span(uint64_t head, uint32_t count, uint32_t n,
@@ -631,6 +733,13 @@ void rx_ring_span(uint64_t head, uint32_t count, uint32_t n,
 uint32_t rx_ring_samples_imm(uint64_t head, uint32_t count);
 int rx_ring_samples_head(uint32_t imm, uint64_t next, uint32_t n,
 			 uint64_t *head, uint32_t *count);
+#define RX_RING_ATTACH_VALUE	0x41584452U	/* "RDXA" */
+#define RX_RING_ATTACH_VERSION	1
+#define RX_RING_ATTACH_LEN	24
+int rx_ring_attach_encode(uint64_t addr, uint32_t rkey, void *buf,
+			  size_t cap);
+int rx_ring_attach_decode(const void *buf, size_t len, uint64_t *addr,
+			  uint32_t *rkey);
 
 /*
  * hello.c (no verbs): the rdma_cm private data of a connect (hello) and of

@@ -12,6 +12,13 @@
  * are connected with infinite RNR retry: a receiver that runs out of
  * buffers slows its senders down instead of failing them.
  *
+ * Peers may be hostile, so the queue is bounded twice: max_notifs for the
+ * agent, past which buffers are held back with their notifications in
+ * them (backpressure: the SRQ runs dry, every sender waits, nothing is
+ * lost), and max_notifs_peer for one peer, past which that peer is failed
+ * (the SRQ is shared: holding buffers back for one peer would hold back
+ * all of them).  A ring's immediates go to the ring (ring.c).
+ *
  * A sent message stays in a send slot until its completion, which a
  * receiver that stops progressing may hold back for ever.  Slots are
  * therefore per peer (struct rx_notif_slots): a stuck peer exhausts its
@@ -59,12 +66,20 @@ int rx_post_recvs(struct rdmaxfer_agent *agent, const uint32_t *index,
 	return 0;
 }
 
-static int notif_push(struct rx_notif_q *q, const struct rdmaxfer_notif *n)
+/* Lock held: queue n; -ENOMEM when the queue cannot grow (the caller
+ * holds the notification back instead, as when it is full). */
+static int notif_push(struct rdmaxfer_agent *agent,
+		      const struct rdmaxfer_notif *n)
 {
+	struct rx_notif_q *q = &agent->notifs;
+
 	if (q->count == q->cap) {
 		size_t cap = q->cap ? q->cap * 2 : 64, i;
-		struct rdmaxfer_notif *ring = malloc(cap * sizeof(*ring));
+		struct rdmaxfer_notif *ring;
 
+		if (cap > agent->attr.max_notifs)
+			cap = agent->attr.max_notifs;
+		ring = malloc(cap * sizeof(*ring));
 		if (!ring)
 			return -ENOMEM;
 		for (i = 0; i < q->count; i++)
@@ -76,12 +91,141 @@ static int notif_push(struct rx_notif_q *q, const struct rdmaxfer_notif *n)
 	}
 	q->ring[(q->head + q->count) % q->cap] = *n;
 	q->count++;
+	if (n->peer)
+		n->peer->nnotifs++;
+	agent->stats.notifs++;
+	if (q->count > agent->stats.notifs_peak)
+		agent->stats.notifs_peak = q->count;
 	return 0;
 }
 
-/* Lock held: a receive completed; its buffer's index is returned for
+/* Lock held: is the queue full (a held notification waits first)? */
+static bool notif_q_full(const struct rdmaxfer_agent *agent)
+{
+	return agent->nheld || agent->notifs.count >= agent->attr.max_notifs;
+}
+
+/*
+ * Lock held: n arrived in receive buffer index while the queue is full.
+ * The buffer is not reposted, so the SRQ runs dry and senders wait
+ * (infinite RNR retries) until the application takes from the queue:
+ * backpressure, with nothing lost.  The SRQ is the agent's, shared by
+ * every peer, so this holds back every peer alike; it is the agent's
+ * bound.  One peer's share of the queue is bounded apart
+ * (max_notifs_peer, rx_recv_completion()), so no single peer brings it
+ * about.
+ */
+static void notif_hold(struct rdmaxfer_agent *agent, uint32_t index,
+		       const struct rdmaxfer_notif *n)
+{
+	struct rx_notif_held *h;
+
+	h = &agent->held[(agent->held_head + agent->nheld) %
+			 agent->attr.srq_depth];
+	h->peer = n->peer;
+	h->index = index;
+	h->type = n->type;
+	h->value = n->value;
+	h->len = n->len;
+	agent->nheld++;
+	if (n->peer)
+		n->peer->nnotifs++;
+	agent->stats.notifs_backpressured++;
+}
+
+/* Lock held: move held notifications into the queue while it has room,
+ * and repost their receive buffers. */
+static void notif_unhold(struct rdmaxfer_agent *agent)
+{
+	uint32_t idx[RX_RECV_BATCH];
+	struct rdmaxfer_notif *n;
+	unsigned int k = 0;
+
+	if (!agent->nheld)
+		return;
+	n = malloc(sizeof(*n));
+	while (n && agent->nheld &&
+	       agent->notifs.count < agent->attr.max_notifs) {
+		struct rx_notif_held *h = &agent->held[agent->held_head];
+
+		memset(n, 0, offsetof(struct rdmaxfer_notif, data));
+		n->peer = h->peer;
+		n->peer_id = h->peer ? h->peer->remote_id : 0;
+		n->type = h->type;
+		n->value = h->value;
+		n->len = h->len;
+		memcpy(n->data, agent->recv_buf +
+		       (size_t)h->index * RDMAXFER_NOTIF_MSG_MAX, n->len);
+		if (h->peer)
+			h->peer->nnotifs--;	/* notif_push() counts it again */
+		if (notif_push(agent, n)) {
+			if (h->peer)
+				h->peer->nnotifs++;
+			break;
+		}
+		idx[k++] = h->index;
+		agent->held_head = (agent->held_head + 1) % agent->attr.srq_depth;
+		agent->nheld--;
+		if (k == RX_RECV_BATCH) {
+			rx_post_recvs(agent, idx, k);
+			k = 0;
+		}
+	}
+	if (k)
+		rx_post_recvs(agent, idx, k);
+	free(n);
+}
+
+/*
+ * Lock held: take the oldest notification for the application.  Its
+ * peer is named only if the application owns it (it connected to it, or
+ * took it from rdmaxfer_accept()): a passive peer it never accepted is
+ * freed by the library when it fails, whatever it sent, so no pointer to
+ * it may be handed out (n->peer NULL, n->peer_id still set).
+ */
+bool rx_notif_pop(struct rdmaxfer_agent *agent, struct rdmaxfer_notif *out)
+{
+	struct rx_notif_q *q = &agent->notifs;
+	struct rdmaxfer_peer *peer;
+
+	if (!q->count)
+		return false;
+	*out = q->ring[q->head];
+	q->head = (q->head + 1) % q->cap;
+	q->count--;
+	peer = out->peer;
+	if (peer) {
+		if (peer->nnotifs)
+			peer->nnotifs--;
+		if (!peer->initiator && !peer->handed_out)
+			out->peer = NULL;
+	}
+	notif_unhold(agent);
+	return true;
+}
+
+/*
+ * Lock held: a peer sent something that is not a notification, or a
+ * receive of its failed (more bytes than a buffer, ...): drop it and
+ * fail the peer, whose QP is in the error state now anyway.
+ */
+static void recv_bad(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *peer,
+		     int err)
+{
+	agent->stats.notifs_malformed++;
+	if (peer && (peer->state == RDMAXFER_PEER_CONNECTED ||
+		     peer->state == RDMAXFER_PEER_CONNECTING)) {
+		agent->stats.peers_failed_proto++;
+		rx_peer_fail(peer, err);
+	}
+}
+
+/*
+ * Lock held: a receive completed; its buffer's index is returned for
  * the caller to post again (rx_post_recvs(), with the others of its
- * poll). */
+ * poll), or RX_RECV_HELD when the notification waits in it for room in
+ * the queue (notif_hold()).
+ */
 uint32_t rx_recv_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
 {
 	uint32_t index = (uint32_t)((wc->wr_id & RX_PTR_MASK) >> 3);
@@ -90,9 +234,14 @@ uint32_t rx_recv_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
 	struct rdmaxfer_peer *peer;
 	unsigned int qi;
 
-	if (wc->status != IBV_WC_SUCCESS)
-		return index;
 	peer = rx_peer_by_qpn(agent, wc->qp_num, &qi);
+	if (wc->status != IBV_WC_SUCCESS) {
+		/* a flush is our own QP going down; anything else (a SEND
+		 * longer than the buffer) is the peer's doing */
+		if (wc->status != IBV_WC_WR_FLUSH_ERR)
+			recv_bad(agent, peer, rx_wc_errno(wc->status));
+		return index;
+	}
 	if (peer)
 		rx_qp_comm_est(&peer->qps[qi]);
 	n = malloc(sizeof(*n));
@@ -105,14 +254,34 @@ uint32_t rx_recv_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
 	nw.imm_be = wc->imm_data;
 	nw.byte_len = wc->byte_len;
 	/* what the peer sent is checked in notif_msg.c; a malformed
-	 * notification is dropped */
-	if (!rx_notif_decode(&nw, agent->recv_buf +
-			     (size_t)index * RDMAXFER_NOTIF_MSG_MAX,
-			     RDMAXFER_NOTIF_MSG_MAX, n)) {
-		n->peer = peer;
-		n->peer_id = peer ? peer->remote_id : 0;
-		notif_push(&agent->notifs, n);
+	 * notification is dropped and counted */
+	if (rx_notif_decode(&nw, agent->recv_buf +
+			    (size_t)index * RDMAXFER_NOTIF_MSG_MAX,
+			    RDMAXFER_NOTIF_MSG_MAX, n)) {
+		agent->stats.notifs_malformed++;
+		goto out;
 	}
+	n->peer = peer;
+	n->peer_id = peer ? peer->remote_id : 0;
+	/* a ring's grains and attaches are the ring's (ring.c) */
+	if (peer && rx_ring_recv(agent, peer, n))
+		goto out;
+	if (peer && peer->nnotifs >= agent->attr.max_notifs_peer) {
+		/* one peer's share of the queue is bounded: it is failed,
+		 * not the agent, and not the other peers by backpressure */
+		agent->stats.notifs_dropped++;
+		if (peer->state == RDMAXFER_PEER_CONNECTED ||
+		    peer->state == RDMAXFER_PEER_CONNECTING) {
+			agent->stats.peers_failed_flood++;
+			rx_peer_fail(peer, -ENOBUFS);
+		}
+		goto out;
+	}
+	if (notif_q_full(agent) || notif_push(agent, n)) {
+		notif_hold(agent, index, n);
+		index = RX_RECV_HELD;
+	}
+out:
 	free(n);
 	return index;
 }
@@ -279,33 +448,13 @@ unlock:
 	return ret;
 }
 
-/*
- * Lock held: a notification is about to reach the application, and with
- * it a pointer to its peer, which the application may then pass to
- * rdmaxfer_notif_send() or rdmaxfer_peer_destroy().  The library frees a
- * passive peer nobody was handed when it fails; from here on this one
- * counts as handed out, so it stays until the application destroys it
- * (or the agent goes) and that pointer never dangles.
- */
-void rx_notif_expose(const struct rdmaxfer_notif *n)
-{
-	if (n->peer)
-		n->peer->handed_out = true;
-}
-
 static size_t take_notifs(struct rdmaxfer_agent *agent,
 			  struct rdmaxfer_notif *out, size_t max)
 {
-	struct rx_notif_q *q = &agent->notifs;
 	size_t n = 0;
 
-	while (n < max && q->count) {
-		out[n] = q->ring[q->head];
-		rx_notif_expose(&out[n]);
+	while (n < max && rx_notif_pop(agent, &out[n]))
 		n++;
-		q->head = (q->head + 1) % q->cap;
-		q->count--;
-	}
 	return n;
 }
 
@@ -322,7 +471,7 @@ int rdmaxfer_get_notifs(struct rdmaxfer_agent *agent,
 		rx_progress_locked(agent);
 	n = agent->notif_fn ? 0 : take_notifs(agent, notifs, max);
 	pthread_mutex_unlock(&agent->lock);
-	if (agent->notif_fn)
+	if (rx_has_callbacks(agent))
 		rx_deliver_notifs(agent);
 	return (int)n;
 }

@@ -30,6 +30,18 @@
  * ending at head is one WRITE per plane, two where it crosses the end,
  * the immediate (head's low 16 bits, count) on the last, and the credit
  * word counts samples released.
+ *
+ * An immediate is four bytes any connected peer can send (a zero-length
+ * WRITE with immediate needs no rkey).  So a writer first names the ring
+ * it attaches to (an attach message, ring_info.c), and a ring takes
+ * immediates only from its attached peers, into a queue of its own
+ * under the agent lock: the application's notifications and other rings'
+ * stay theirs.  What arrives is checked as it arrives, against what a
+ * conforming writer can send: the next index (credits), an index ahead
+ * (overrun: the gap is lost grains), the next sample write, and never
+ * more grains than slots waiting to be taken.  Anything else is a
+ * protocol error of that peer: counted (rdmaxfer_agent_stats()), the
+ * peer failed, the ring untouched.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -42,6 +54,7 @@
 
 #define CREDIT_LEN		8
 #define DETACH_WAIT_MS		10000
+#define MAX_WRITERS		8	/* peers attached to one ring */
 #define SAMPLE_REQS		16	/* sample writes in flight */
 #define NO_GRAIN		UINT64_MAX
 
@@ -67,6 +80,17 @@ struct rdmaxfer_ring {
 	rdmaxfer_ring_samples_fn sfn;	/* continuous: the callback */
 	void *user;
 	struct rx_dep dep;		/* agent NULL once the agent is gone */
+
+	/* under the agent lock (rx_ring_recv()) */
+	struct rx_list node;		/* agent->rings */
+	uint32_t *q;			/* immediates not taken yet, n_slots */
+	uint32_t q_head, q_count;
+	uint64_t recv_next;		/* the next index (or head) to come */
+	uint32_t nwriters;		/* peers attached */
+	bool has_cb;			/* fn or sfn: delivered by progress */
+	bool linked;			/* on agent->rings */
+	uint64_t slots_addr;		/* what an attach names */
+	uint32_t slots_rkey;
 };
 
 /* The local buffers a slot's prepared write reads (1 or 2 are kept, so
@@ -121,6 +145,11 @@ static void ring_agent_gone(struct rx_dep *dep)
 
 	ring->slots_mem = NULL;
 	ring->credit_mem = NULL;
+	/* the agent's rings list and callback count go with the agent; its
+	 * peers, the ring's writers among them, were freed first */
+	ring->linked = false;
+	ring->has_cb = false;
+	ring->nwriters = 0;
 	ring->agent = NULL;
 }
 
@@ -131,6 +160,7 @@ static int ring_alloc(struct rdmaxfer_agent *agent, uint32_t n,
 {
 	size_t planes = channels ? channels : 1;
 	struct rdmaxfer_ring *ring;
+	struct rdmaxfer_desc slots;
 	uint32_t i;
 	int ret;
 
@@ -147,8 +177,10 @@ static int ring_alloc(struct rdmaxfer_agent *agent, uint32_t n,
 	ring->len = slot_size * n * planes;
 	rx_list_init(&ring->dep.node);
 	pthread_mutex_init(&ring->lock, NULL);
+	rx_list_init(&ring->node);
 	ring->done = calloc(n, 1);
 	ring->held = calloc(n, sizeof(*ring->held));
+	ring->q = calloc(n, sizeof(*ring->q));
 	ring->credit = aligned_alloc(64, 64);
 	ring->slots = mmap(NULL, ring->len, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -157,7 +189,7 @@ static int ring_alloc(struct rdmaxfer_agent *agent, uint32_t n,
 		ret = -ENOMEM;
 		goto err;
 	}
-	if (!ring->done || !ring->held || !ring->credit) {
+	if (!ring->done || !ring->held || !ring->credit || !ring->q) {
 		ret = -ENOMEM;
 		goto err;
 	}
@@ -176,6 +208,16 @@ static int ring_alloc(struct rdmaxfer_agent *agent, uint32_t n,
 					   &ring->credit_mem);
 	if (ret)
 		goto err;
+	ret = rdmaxfer_mem_desc(ring->slots_mem, 0, 0, &slots);
+	if (ret)
+		goto err;
+	ring->slots_addr = slots.addr;
+	ring->slots_rkey = slots.rkey;
+	/* from here on its writers' immediates come to it */
+	pthread_mutex_lock(&agent->lock);
+	rx_list_add_tail(&agent->rings, &ring->node);
+	ring->linked = true;
+	pthread_mutex_unlock(&agent->lock);
 	rx_dep_add(agent, &ring->dep, ring_agent_gone);
 	*ringp = ring;
 	return 0;
@@ -212,23 +254,64 @@ int rdmaxfer_ring_create_samples(struct rdmaxfer_agent *agent,
 	return ring_alloc(agent, length, sample_size, channels, 0, ringp);
 }
 
+/* Agent lock held: the ring has a callback, or no more. */
+static void ring_has_cb(struct rdmaxfer_ring *ring, bool on)
+{
+	struct rdmaxfer_agent *agent = ring->agent;
+
+	if (ring->has_cb != on)
+		__atomic_store_n(&agent->ring_cbs,
+				 on ? agent->ring_cbs + 1 : agent->ring_cbs - 1,
+				 __ATOMIC_RELAXED);
+	ring->has_cb = on;
+}
+
+/*
+ * Agent lock held: the ring stops taking immediates.  Its writers are
+ * failed (disconnected: their puts end with the connection's error) and,
+ * as peers the application never accepted, freed; a callback of the
+ * ring's running in another thread has returned when this returns.
+ */
+static void ring_unlink(struct rdmaxfer_ring *ring)
+{
+	struct rdmaxfer_agent *agent = ring->agent;
+	struct rx_list *l;
+
+	if (ring->linked) {
+		rx_list_del(&ring->node);
+		ring->linked = false;
+	}
+	ring_has_cb(ring, false);
+	for (l = agent->peers.next; l != &agent->peers; l = l->next) {
+		struct rdmaxfer_peer *peer =
+			rx_container_of(l, struct rdmaxfer_peer, node);
+
+		if (peer->ring != ring)
+			continue;
+		peer->ring = NULL;
+		rx_peer_fail(peer, -ESHUTDOWN);
+	}
+	ring->nwriters = 0;
+	while (agent->delivering &&
+	       !pthread_equal(agent->deliverer, pthread_self()))
+		pthread_cond_wait(&agent->cond, &agent->lock);
+}
+
 RX_EXPORT
 int rdmaxfer_ring_destroy(struct rdmaxfer_ring *ring)
 {
-	bool has_fn;
 	int ret = 0;
 
 	if (!ring)
 		return -EINVAL;
-	pthread_mutex_lock(&ring->lock);
-	has_fn = ring->fn || ring->sfn;
-	pthread_mutex_unlock(&ring->lock);
-	if (!ring->agent)
+	if (!ring->agent) {
 		ret = -ENODEV;		/* the agent went first */
-	else
+	} else {
 		rx_dep_del(ring->agent, &ring->dep);
-	if (has_fn && ring->agent)
-		rdmaxfer_set_notif_cb(ring->agent, NULL, NULL);
+		pthread_mutex_lock(&ring->agent->lock);
+		ring_unlink(ring);
+		pthread_mutex_unlock(&ring->agent->lock);
+	}
 	if (ring->slots_mem)
 		rdmaxfer_mem_deregister(ring->slots_mem);
 	if (ring->credit_mem)
@@ -238,6 +321,7 @@ int rdmaxfer_ring_destroy(struct rdmaxfer_ring *ring)
 	free(ring->credit);
 	free(ring->done);
 	free(ring->held);
+	free(ring->q);
 	pthread_mutex_destroy(&ring->lock);
 	free(ring);
 	return ret;
@@ -296,13 +380,38 @@ int rdmaxfer_ring_get_info(struct rdmaxfer_ring *ring,
 	return ret;
 }
 
-/* Under ring->lock: move the credit word past every grain released or
- * never delivered (lost to overrun), stopping at the first held one. */
+/* Under ring->lock: the first grain at or after index still held in a
+ * slot, or ring->next: one pass over the slots. */
+static uint64_t ring_first_held(const struct rdmaxfer_ring *ring,
+				uint64_t index)
+{
+	uint64_t first = ring->next;
+	uint32_t s;
+
+	for (s = 0; s < ring->n_slots; s++)
+		if (ring->held[s] != NO_GRAIN && ring->held[s] >= index &&
+		    ring->held[s] < first)
+			first = ring->held[s];
+	return first;
+}
+
+/*
+ * Under ring->lock: move the credit word past every grain released or
+ * never delivered (lost to overrun), stopping at the first held one.
+ * Index by index within the last n_slots indices; a gap wider than the
+ * ring (overrun: that many grains lost) is crossed in one pass over the
+ * slots, not one step per lost index (2^31 of them took minutes).
+ */
 static void ring_advance(struct rdmaxfer_ring *ring)
 {
 	while (ring->released < ring->next) {
 		uint32_t s = (uint32_t)(ring->released % ring->n_slots);
 
+		if (ring->next - ring->released > ring->n_slots &&
+		    ring->held[s] != ring->released) {
+			ring->released = ring_first_held(ring, ring->released);
+			continue;
+		}
 		if (ring->held[s] == ring->released) {
 			if (!ring->done[s])
 				break;
@@ -355,16 +464,41 @@ static int ring_take(struct rdmaxfer_ring *ring, uint32_t imm,
 	return 0;
 }
 
-static void ring_cb(void *user, const struct rdmaxfer_notif *n)
+/* Agent lock held: the oldest immediate of the ring's queue. */
+static bool ring_q_pop(struct rdmaxfer_ring *ring, uint32_t *imm)
 {
-	struct rdmaxfer_ring *ring = user;
+	if (!ring->q_count)
+		return false;
+	*imm = ring->q[ring->q_head];
+	ring->q_head = (ring->q_head + 1) % ring->n_slots;
+	ring->q_count--;
+	return true;
+}
+
+/* Agent lock held: an immediate popped for a callback that was taken
+ * away before it ran goes back to the front, for rdmaxfer_ring_wait(). */
+static void ring_q_unpop(struct rdmaxfer_ring *ring, uint32_t imm)
+{
+	ring->q_head = (ring->q_head + ring->n_slots - 1) % ring->n_slots;
+	ring->q[ring->q_head] = imm;
+	ring->q_count++;
+}
+
+static void ring_unpop(struct rdmaxfer_ring *ring, uint32_t imm)
+{
+	pthread_mutex_lock(&ring->agent->lock);
+	ring_q_unpop(ring, imm);
+	pthread_mutex_unlock(&ring->agent->lock);
+}
+
+/* A grain's immediate to the ring's callback, outside the agent lock. */
+static void ring_cb(struct rdmaxfer_ring *ring, uint32_t imm)
+{
 	struct rdmaxfer_grain g;
 	rdmaxfer_ring_fn fn;
 	void *fn_user;
 	int ret;
 
-	if (n->type != RDMAXFER_NOTIF_IMM)
-		return;
 	/* the pair as one (ring_set_fn()): this call uses it throughout,
 	 * though the user's callback may take itself away or replace itself
 	 * while the record it was given is followed by a grain already
@@ -372,8 +506,12 @@ static void ring_cb(void *user, const struct rdmaxfer_notif *n)
 	pthread_mutex_lock(&ring->lock);
 	fn = ring->fn;
 	fn_user = ring->user;
-	ret = fn ? ring_take(ring, n->value, &g) : -ENOENT;
+	ret = fn ? ring_take(ring, imm, &g) : -ENOENT;
 	pthread_mutex_unlock(&ring->lock);
+	if (ret == -ENOENT) {
+		ring_unpop(ring, imm);
+		return;
+	}
 	if (ret == -EOVERFLOW) {
 		/* the record (data NULL), then the grain after the gap */
 		fn(fn_user, &g);
@@ -387,35 +525,34 @@ static void ring_cb(void *user, const struct rdmaxfer_notif *n)
 }
 
 /* The next immediate for the ring: 0, -EAGAIN (timeout_ms 0),
- * -ETIMEDOUT. */
+ * -ETIMEDOUT.  The ring's own queue: the agent's other notifications are
+ * not grains, and are left to the application. */
 static int ring_next_imm(struct rdmaxfer_ring *ring, int timeout_ms,
 			 uint32_t *imm)
 {
-	struct rdmaxfer_notif *n;
+	struct rdmaxfer_agent *agent = ring->agent;
 	int64_t deadline = rx_deadline(timeout_ms);
 	int ret;
 
-	n = malloc(sizeof(*n));
-	if (!n)
-		return -ENOMEM;
+	pthread_mutex_lock(&agent->lock);
 	for (;;) {
-		if (timeout_ms == 0)
-			ret = rdmaxfer_get_notifs(ring->agent, n, 1);
-		else
-			ret = rdmaxfer_wait_notifs(ring->agent, n, 1,
-						   left_ms(deadline));
-		if (ret == 0)
-			ret = -EAGAIN;
-		if (ret < 0)
+		if (rx_self_progress(agent))
+			rx_progress_locked(agent);
+		if (ring_q_pop(ring, imm)) {
+			ret = 0;
 			break;
-		/* other notifications of the agent are not grains */
-		if (n->type != RDMAXFER_NOTIF_IMM)
-			continue;
-		*imm = n->value;
-		ret = 0;
-		break;
+		}
+		if (timeout_ms == 0) {
+			ret = -EAGAIN;
+			break;
+		}
+		ret = rx_block(agent, deadline);
+		if (ret)
+			break;
 	}
-	free(n);
+	pthread_mutex_unlock(&agent->lock);
+	/* what the progress above queued for the application's callback */
+	rx_deliver_notifs(agent);
 	return ret;
 }
 
@@ -509,24 +646,23 @@ int rdmaxfer_ring_wait_samples(struct rdmaxfer_ring *ring, int timeout_ms,
 	return samples_take(ring, imm, s);
 }
 
-/* The agent's notification callback for a sample ring: each write, in
- * order, to the user's; an immediate that names no write is dropped
- * (as rdmaxfer_ring_wait_samples() reports it, -EPROTO). */
-static void ring_samples_cb(void *user, const struct rdmaxfer_notif *n)
+/* A sample write's immediate to the ring's callback, outside the agent
+ * lock; one that names no write (which rx_ring_recv() let through only
+ * if it did not come from the network) is dropped. */
+static void ring_samples_cb(struct rdmaxfer_ring *ring, uint32_t imm)
 {
-	struct rdmaxfer_ring *ring = user;
 	struct rdmaxfer_samples s;
 	rdmaxfer_ring_samples_fn sfn;
 	void *sfn_user;
 
-	if (n->type != RDMAXFER_NOTIF_IMM)
-		return;
 	/* the pair as one (ring_set_fn()) */
 	pthread_mutex_lock(&ring->lock);
 	sfn = ring->sfn;
 	sfn_user = ring->user;
 	pthread_mutex_unlock(&ring->lock);
-	if (sfn && !samples_take(ring, n->value, &s))
+	if (!sfn)
+		ring_unpop(ring, imm);
+	else if (!samples_take(ring, imm, &s))
 		sfn(sfn_user, &s);
 }
 
@@ -543,33 +679,32 @@ static void ring_store_fn(struct rdmaxfer_ring *ring, rdmaxfer_ring_fn fn,
 
 /*
  * The ring's callback, fn for grains or sfn for samples, both NULL to
- * take it away.  Taking it away asks the agent first, which waits for
- * a callback that is running (rdmaxfer_set_notif_cb()): only then may
- * the ring's pointer go.  A replacement is stored with its user under
- * the ring's lock, where the callbacks read the pair, so no call pairs
- * one callback with the other's user; the agent then waits for a call
- * that started with the old pair, so none runs once this returns
- * (unless this is that call).
+ * take it away.  The pair is stored with its user under the ring's lock,
+ * where the callbacks read it, so no call pairs one callback with the
+ * other's user; then a call of the ring's that started with the old pair
+ * in another thread is waited for (the agent's one deliverer), so none
+ * runs once this returns (unless this is that call) and the old user may
+ * go.  The ring's callback is its own: the application's
+ * (rdmaxfer_set_notif_cb()) and other rings' are not touched.
  */
 static int ring_set_fn(struct rdmaxfer_ring *ring, rdmaxfer_ring_fn fn,
 		       rdmaxfer_ring_samples_fn sfn, void *user)
 {
-	int ret;
+	struct rdmaxfer_agent *agent = ring->agent;
 
-	if (!ring->agent)
+	if (!agent)
 		return -ENODEV;
-	if (!fn && !sfn) {
-		ret = rdmaxfer_set_notif_cb(ring->agent, NULL, NULL);
-		if (!ret)
-			ring_store_fn(ring, NULL, NULL, NULL);
-		return ret;
-	}
 	ring_store_fn(ring, fn, sfn, user);
-	ret = rdmaxfer_set_notif_cb(ring->agent,
-				    fn ? ring_cb : ring_samples_cb, ring);
-	if (ret)
-		ring_store_fn(ring, NULL, NULL, NULL);
-	return ret;
+	pthread_mutex_lock(&agent->lock);
+	ring_has_cb(ring, fn || sfn);
+	while (agent->delivering &&
+	       !pthread_equal(agent->deliverer, pthread_self()))
+		pthread_cond_wait(&agent->cond, &agent->lock);
+	pthread_mutex_unlock(&agent->lock);
+	/* what waited in the queue goes to the new callback now */
+	if (fn || sfn)
+		rx_deliver_notifs(agent);
+	return 0;
 }
 
 RX_EXPORT
@@ -638,6 +773,159 @@ int rdmaxfer_ring_lost(struct rdmaxfer_ring *ring, uint64_t *lost)
 	return 0;
 }
 
+/* ------------------------------------------ the rings' share of progress */
+
+/* Agent lock held: a peer's immediate or attach was refused. */
+static void ring_proto_error(struct rdmaxfer_agent *agent,
+			     struct rdmaxfer_peer *peer)
+{
+	agent->stats.ring_proto_errors++;
+	if (peer->state == RDMAXFER_PEER_CONNECTED ||
+	    peer->state == RDMAXFER_PEER_CONNECTING) {
+		agent->stats.peers_failed_proto++;
+		rx_peer_fail(peer, -EPROTO);
+	}
+}
+
+/* Agent lock held: the peer attaches to the ring of these slots. */
+static void ring_attach_peer(struct rdmaxfer_agent *agent,
+			     struct rdmaxfer_peer *peer, uint64_t addr,
+			     uint32_t rkey)
+{
+	struct rdmaxfer_ring *ring = NULL;
+	struct rx_list *l;
+
+	for (l = agent->rings.next; l != &agent->rings; l = l->next) {
+		ring = rx_container_of(l, struct rdmaxfer_ring, node);
+		if (ring->slots_addr == addr && ring->slots_rkey == rkey)
+			break;
+		ring = NULL;
+	}
+	if (peer->ring == ring && ring)
+		return;			/* again: nothing changes */
+	if (!ring || peer->ring || ring->nwriters >= MAX_WRITERS) {
+		ring_proto_error(agent, peer);
+		return;
+	}
+	peer->ring = ring;
+	ring->nwriters++;
+	/* the ring's now, not the application's to accept */
+	rx_list_del(&peer->accept_node);
+}
+
+/*
+ * Agent lock held: n came from peer.  An attach (a message of
+ * RX_RING_ATTACH_VALUE in the attach layout) and every immediate of an
+ * attached peer are the rings': checked here, as they arrive, against
+ * what the ring's writer can send, and queued for the ring (true).
+ * Anything else is the application's (false).
+ */
+bool rx_ring_recv(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *peer,
+		  const struct rdmaxfer_notif *n)
+{
+	struct rdmaxfer_ring *ring = peer->ring;
+	uint64_t addr, head;
+	uint32_t rkey, count;
+	int32_t ahead;
+
+	if (n->type == RDMAXFER_NOTIF_MSG) {
+		if (n->value != RX_RING_ATTACH_VALUE ||
+		    rx_ring_attach_decode(n->data, n->len, &addr, &rkey))
+			return false;
+		ring_attach_peer(agent, peer, addr, rkey);
+		return true;
+	}
+	if (!ring)
+		return false;
+	/* a failed writer's last immediates: it is out */
+	if (peer->state != RDMAXFER_PEER_CONNECTED &&
+	    peer->state != RDMAXFER_PEER_CONNECTING)
+		return true;
+	if (ring->q_count >= ring->n_slots) {
+		/* more grains waiting than slots: no writer has that credit,
+		 * and an overrun writer never writes an unreleased slot */
+		ring_proto_error(agent, peer);
+		return true;
+	}
+	if (ring->channels) {
+		if (rx_ring_samples_head(n->value, ring->recv_next,
+					 ring->n_slots, &head, &count)) {
+			ring_proto_error(agent, peer);
+			return true;
+		}
+		ring->recv_next = head;
+	} else {
+		/* the index from its low 32 bits: behind is a replay; ahead
+		 * is a gap, which only an overrun writer makes (the grains
+		 * it dropped): with credits every index comes in turn */
+		ahead = (int32_t)(n->value - (uint32_t)ring->recv_next);
+		if (ahead < 0 ||
+		    (ahead && !(ring->flags & RDMAXFER_RING_OVERRUN))) {
+			ring_proto_error(agent, peer);
+			return true;
+		}
+		ring->recv_next += (uint64_t)ahead + 1;
+	}
+	ring->q[(ring->q_head + ring->q_count) % ring->n_slots] = n->value;
+	ring->q_count++;
+	agent->stats.ring_grains++;
+	return true;
+}
+
+/* Agent lock held: a ring with a callback has immediates waiting. */
+bool rx_rings_pending(struct rdmaxfer_agent *agent)
+{
+	struct rx_list *l;
+
+	for (l = agent->rings.next; l != &agent->rings; l = l->next) {
+		struct rdmaxfer_ring *ring =
+			rx_container_of(l, struct rdmaxfer_ring, node);
+
+		if (ring->has_cb && ring->q_count)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Agent lock held, by its one deliverer (rx_deliver_notifs()): each
+ * waiting immediate of a ring with a callback, in order, to that
+ * callback, the lock dropped around each call.  The list is searched
+ * again after every call, which may have destroyed a ring.
+ */
+void rx_rings_deliver(struct rdmaxfer_agent *agent)
+{
+	for (;;) {
+		struct rdmaxfer_ring *ring = NULL;
+		struct rx_list *l;
+		uint32_t imm;
+
+		for (l = agent->rings.next; l != &agent->rings; l = l->next) {
+			ring = rx_container_of(l, struct rdmaxfer_ring, node);
+			if (ring->has_cb && ring->q_count)
+				break;
+			ring = NULL;
+		}
+		if (!ring || !ring_q_pop(ring, &imm))
+			return;
+		pthread_mutex_unlock(&agent->lock);
+		if (ring->channels)
+			ring_samples_cb(ring, imm);
+		else
+			ring_cb(ring, imm);
+		pthread_mutex_lock(&agent->lock);
+	}
+}
+
+/* Agent lock held: the peer is freed. */
+void rx_ring_peer_gone(struct rdmaxfer_peer *peer)
+{
+	if (!peer->ring)
+		return;
+	peer->ring->nwriters--;
+	peer->ring = NULL;
+}
+
 /* ------------------------------------------------------------- initiator */
 
 /* The agent is being destroyed with the writer attached: it freed the
@@ -662,6 +950,7 @@ int rdmaxfer_ring_attach(struct rdmaxfer_agent *agent,
 {
 	struct rdmaxfer_ring_writer *w;
 	struct rdmaxfer_desc exports[2];
+	uint8_t hello[RX_RING_ATTACH_LEN];
 	struct rdmaxfer_iov iov;
 	uint32_t i;
 	int ret;
@@ -706,6 +995,15 @@ int rdmaxfer_ring_attach(struct rdmaxfer_agent *agent,
 	exports[0] = info->slots;
 	exports[1] = info->credit;
 	ret = rdmaxfer_peer_set_exports(w->peer, exports, 2);
+	if (ret)
+		goto err;
+	/* name the ring first: the target takes grains only from peers
+	 * attached to it (this message comes before them on QP 0) */
+	ret = rx_ring_attach_encode(info->slots.addr, info->slots.rkey, hello,
+				    sizeof(hello));
+	if (!ret)
+		ret = rdmaxfer_notif_send(w->peer, RX_RING_ATTACH_VALUE, hello,
+					  sizeof(hello));
 	if (ret)
 		goto err;
 	iov.addr = w->credit_buf;

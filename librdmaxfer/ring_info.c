@@ -142,6 +142,45 @@ int rx_ring_samples_head(uint32_t imm, uint64_t next, uint32_t n,
 	return 0;
 }
 
+/*
+ * A writer's attach: the first message it sends the target after it
+ * connected (rdmaxfer_ring_attach()), naming the ring by its slots, so
+ * that a target ring takes immediates only from the peers attached to
+ * it.  RX_RING_ATTACH_LEN bytes, little-endian, as a notification
+ * message of value RX_RING_ATTACH_VALUE:
+ *     0 magic u32 "RDXR"   4 version u16 (1)   6 reserved u16 (0)
+ *     8 slots address u64  16 slots rkey u32  20 reserved u32 (0)
+ */
+int rx_ring_attach_encode(uint64_t addr, uint32_t rkey, void *buf, size_t cap)
+{
+	uint8_t *p = buf;
+
+	if (!p || cap < RX_RING_ATTACH_LEN)
+		return -EINVAL;
+	memset(p, 0, RX_RING_ATTACH_LEN);
+	put_le(p, RDMAXFER_RING_MAGIC, 4);
+	put_le(p + 4, RX_RING_ATTACH_VERSION, 2);
+	put_le(p + 8, addr, 8);
+	put_le(p + 16, rkey, 4);
+	return 0;
+}
+
+/* 0, or -EBADMSG for anything but an attach of this version. */
+int rx_ring_attach_decode(const void *buf, size_t len, uint64_t *addr,
+			  uint32_t *rkey)
+{
+	const uint8_t *p = buf;
+
+	if (!p || len != RX_RING_ATTACH_LEN ||
+	    get_le(p, 4) != RDMAXFER_RING_MAGIC ||
+	    get_le(p + 4, 2) != RX_RING_ATTACH_VERSION || get_le(p + 6, 2) ||
+	    get_le(p + 20, 4))
+		return -EBADMSG;
+	*addr = get_le(p + 8, 8);
+	*rkey = (uint32_t)get_le(p + 16, 4);
+	return 0;
+}
+
 RX_EXPORT
 int rdmaxfer_ring_info_pack(const struct rdmaxfer_ring_info *info, void *buf,
 			    size_t cap, size_t *lenp)

@@ -27,8 +27,6 @@
 
 #include "internal.h"
 
-#define STRIPE_MIN_PIECE	4096
-
 static void req_set_error(struct rdmaxfer_req *req, int err, int wc_status)
 {
 	/* keep the first cause; a flush is only collateral */
@@ -688,8 +686,12 @@ int rx_poll_cq_locked(struct rdmaxfer_agent *agent)
 		for (i = 0; i < n; i++) {
 			switch (wc[i].wr_id & RX_TAG_MASK) {
 			case RX_TAG_RECV:
-				recvs[nrecv++] = rx_recv_completion(agent,
-								    &wc[i]);
+				recvs[nrecv] = rx_recv_completion(agent,
+								  &wc[i]);
+				/* a held buffer is reposted when its
+				 * notification is taken (notif.c) */
+				if (recvs[nrecv] != RX_RECV_HELD)
+					nrecv++;
 				break;
 			case RX_TAG_SEND:
 				rx_send_slot_done(agent, &wc[i]);
@@ -817,24 +819,6 @@ static void req_register(struct rdmaxfer_req *req)
 	pthread_mutex_unlock(&agent->lock);
 }
 
-/*
- * What every remote descriptor must be, checked before anything is
- * posted: a kind we serve, a length, and a range that does not wrap.  A
- * range the peer refuses would fail at the responder and take the QP, and
- * every request on it, down with it; rx_check_remote() catches what the
- * exports list (if the application gave one) rules out the same way.
- */
-static int check_remote(const struct rdmaxfer_desc *d)
-{
-	/* every kind is targeted like pinned memory, by rkey and address;
-	 * a zero-based device region's addresses start at 0 */
-	if (!rx_desc_kind_valid(d->kind))
-		return -EINVAL;
-	if (!d->len || d->addr + d->len < d->addr)
-		return -ERANGE;
-	return 0;
-}
-
 /* Each remote range [addr, addr + len) of a request against the peer's
  * exports (a no-op without a list). */
 static int check_exports(struct rdmaxfer_peer *peer,
@@ -860,157 +844,64 @@ int rdmaxfer_xfer_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
 			  struct rdmaxfer_req **reqp)
 {
 	struct rdmaxfer_agent *agent;
-	uint32_t count[RX_MAX_QPS] = { 0 }, off[RX_MAX_QPS], fill[RX_MAX_QPS];
-	uint64_t total = 0, piece, maxp;
-	unsigned int nqps, q, fixed_qp = 0, rr = 0, nparts = 0;
+	struct rx_xfer_arrays arrays;
+	struct rx_xfer_plan plan;
 	struct rdmaxfer_req *req;
-	bool striped, chained, merged;
-	uint32_t nwr = 0;
-	size_t i;
+	unsigned int q;
 	int ret;
 
-	if (!peer || !local || !remote || !reqp || !nlocal ||
-	    nlocal != nremote)
-		return -EINVAL;
-	if (op != RDMAXFER_OP_READ && op != RDMAXFER_OP_WRITE)
+	if (!peer || !reqp)
 		return -EINVAL;
 	agent = peer->agent;
-	for (i = 0; i < nlocal; i++) {
-		ret = check_remote(&remote[i]);
-		if (ret)
-			return ret;
-		if (!local[i].addr || local[i].len != remote[i].len)
-			return -EINVAL;
-		total += local[i].len;
-	}
+	/* every length is bounded and every count checked here, before
+	 * anything is allocated (xfer_plan.c) */
+	ret = rx_xfer_plan_check(&plan, op, local, nlocal, remote, nremote,
+				 peer->nqps, agent->info.max_msg_size,
+				 agent->attr.stripe_threshold, notif != NULL);
+	if (ret)
+		return ret;
 	ret = check_exports(peer, remote, nremote);
 	if (ret)
 		return ret;
-	nqps = peer->nqps;
-	striped = nqps > 1 && total >= agent->attr.stripe_threshold;
-	maxp = agent->info.max_msg_size ? agent->info.max_msg_size :
-					  RX_MAX_PIECE;
-	if (maxp > RX_MAX_PIECE)
-		maxp = RX_MAX_PIECE;
-	piece = maxp;
-	if (striped) {
-		uint64_t share = (total + nqps - 1) / nqps;
-
-		if (share < STRIPE_MIN_PIECE)
-			share = STRIPE_MIN_PIECE;
-		if (share < piece)
-			piece = share;
-	} else if (!notif) {
+	if (!plan.striped && !notif) {
 		pthread_mutex_lock(&agent->lock);
-		fixed_qp = peer->rr++ % nqps;
+		plan.fixed_qp = peer->rr++ % plan.nqps;
 		pthread_mutex_unlock(&agent->lock);
 	}
-	chained = notif && !striped;
-	/* a WRITE on one QP: its last piece carries the immediate (one
-	 * packet and one WR less per notified transfer than a zero-length
-	 * WRITE with immediate after it) */
-	merged = chained && op == RDMAXFER_OP_WRITE;
-
-	/* pass 1: count WRs per QP */
-	for (i = 0; i < nlocal; i++) {
-		uint64_t n = (local[i].len + piece - 1) / piece;
-
-		if (!striped) {
-			count[fixed_qp] += (uint32_t)n;
-			continue;
-		}
-		while (n--) {
-			count[rr]++;
-			rr = (rr + 1) % nqps;
-		}
-	}
-	if (chained && !merged)
-		count[fixed_qp]++;
-	for (q = 0; q < nqps; q++) {
-		off[q] = nwr;
-		fill[q] = nwr;
-		nwr += count[q];
-		nparts += count[q] != 0;
-	}
-	ret = req_alloc(&req, nlocal, nwr, nparts);
+	ret = rx_xfer_plan_count(&plan, local, nlocal);
+	if (ret)
+		return ret;
+	ret = req_alloc(&req, nlocal, plan.nwr, plan.nparts);
 	if (ret)
 		return ret;
 	req->peer = peer;
 	req->op = op;
-	req->bytes = total;
+	req->bytes = plan.total;
 	memcpy(req->local, local, nlocal * sizeof(*local));
 
-	/* pass 2: build */
-	rr = 0;
-	for (i = 0; i < nlocal; i++) {
-		uint64_t done = 0;
-
-		while (done < local[i].len) {
-			uint64_t len = local[i].len - done;
-			uint32_t w;
-			struct ibv_send_wr *wr;
-
-			if (len > piece)
-				len = piece;
-			q = striped ? rr : fixed_qp;
-			rr = (rr + 1) % nqps;
-			w = fill[q]++;
-			wr = &req->wrs[w];
-			req->sges[w].addr = (uintptr_t)local[i].addr + done;
-			req->sges[w].length = (uint32_t)len;
-			wr->sg_list = &req->sges[w];
-			wr->num_sge = 1;
-			wr->opcode = op == RDMAXFER_OP_WRITE ?
-				     IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
-			wr->wr.rdma.remote_addr = remote[i].addr + done;
-			wr->wr.rdma.rkey = remote[i].rkey;
-			/* a candidate: rx_flush_backlog() inlines it if the
-			 * QP it goes out on was granted that much */
-			if (op == RDMAXFER_OP_WRITE)
-				req->base_flags[w] = IBV_SEND_INLINE;
-			req->wr_local[w] = (uint32_t)i;
-			done += len;
-		}
+	arrays.wrs = req->wrs;
+	arrays.sges = req->sges;
+	arrays.base_flags = req->base_flags;
+	arrays.wr_local = req->wr_local;
+	rx_xfer_plan_build(&plan, op, local, remote, nlocal, notif, &arrays);
+	if (notif && !plan.chained) {
+		/* striped: sent after all the data, on QP 0 */
+		req->notif_flags = 0;
+		req->notif_deferred = true;
+		rx_xfer_notif_wr(&req->notif_wr, notif->value, &remote[0]);
 	}
-	if (merged) {
-		struct ibv_send_wr *wr = &req->wrs[fill[fixed_qp] - 1];
-
-		wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-		wr->imm_data = htonl(notif->value);
-	} else if (notif) {
-		struct ibv_send_wr *wr;
-		int flags = op == RDMAXFER_OP_READ ? IBV_SEND_FENCE : 0;
-
-		if (chained) {
-			uint32_t w = fill[fixed_qp]++;
-
-			wr = &req->wrs[w];
-			req->base_flags[w] = flags;
-			req->wr_local[w] = UINT32_MAX;
-		} else {
-			wr = &req->notif_wr;
-			req->notif_flags = 0;
-			req->notif_deferred = true;
-		}
-		/* zero-length: the address and key are not checked */
-		wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-		wr->num_sge = 0;
-		wr->imm_data = htonl(notif->value);
-		wr->wr.rdma.remote_addr = remote[0].addr;
-		wr->wr.rdma.rkey = remote[0].rkey;
-	}
-	for (q = 0; q < nqps; q++) {
+	for (q = 0; q < plan.nqps; q++) {
 		struct rx_part *p;
 
-		if (!count[q])
+		if (!plan.count[q])
 			continue;
 		p = &req->parts[req->nparts++];
 		p->req = req;
 		p->qp = q;
-		p->wrs = &req->wrs[off[q]];
-		p->slots = &req->slots[off[q]];
-		p->base_flags = &req->base_flags[off[q]];
-		p->n = count[q];
+		p->wrs = &req->wrs[plan.off[q]];
+		p->slots = &req->slots[plan.off[q]];
+		p->base_flags = &req->base_flags[plan.off[q]];
+		p->n = plan.count[q];
 		rx_list_init(&p->node);
 	}
 	req_register(req);
@@ -1034,7 +925,7 @@ int rdmaxfer_atomic_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
 		return -EINVAL;
 	if (op != RDMAXFER_OP_FADD && op != RDMAXFER_OP_CSWAP)
 		return -EINVAL;
-	ret = check_remote(remote);
+	ret = rx_check_remote_desc(remote);
 	if (ret)
 		return ret;
 	if (offset > remote->len || remote->len - offset < 8)
@@ -1427,7 +1318,8 @@ int rdmaxfer_req_test(struct rdmaxfer_req *req)
 		progress_data_locked(agent);
 	ret = req_result(req);
 	rx_data_unlock(agent);
-	if (agent->notifs.count && agent->notif_fn)
+	if ((agent->notifs.count && agent->notif_fn) ||
+	    __atomic_load_n(&agent->ring_cbs, __ATOMIC_RELAXED))
 		rx_deliver_notifs(agent);
 	return ret;
 }
@@ -1458,7 +1350,7 @@ int rdmaxfer_req_wait(struct rdmaxfer_req *req, int timeout_ms)
 			break;
 	}
 	pthread_mutex_unlock(&agent->lock);
-	if (agent->notif_fn)
+	if (rx_has_callbacks(agent))
 		rx_deliver_notifs(agent);
 	return ret;
 }

@@ -93,6 +93,38 @@ static int send_msg(struct rdmaxfer_peer *peer, uint32_t value,
 
 /* ------------------------------------------------------------- server */
 
+/*
+ * The peers the server accepted.  A notification names only a peer the
+ * application accepted, and the client reconnects after its error
+ * checks (a new connection here): a command from a peer not accepted
+ * yet is answered through the newest live accepted peer of its agent id,
+ * after the accept queue is taken.
+ */
+#define SRV_PEERS	32
+
+struct srv_peers {
+	struct rdmaxfer_peer *p[SRV_PEERS];
+	unsigned int n;
+};
+
+static struct rdmaxfer_peer *reply_peer(struct rdmaxfer_agent *agent,
+					struct srv_peers *sp,
+					const struct rdmaxfer_notif *n)
+{
+	struct rdmaxfer_peer *np;
+	unsigned int i;
+
+	if (n->peer)
+		return n->peer;
+	while (sp->n < SRV_PEERS && !rdmaxfer_accept(agent, 0, &np))
+		sp->p[sp->n++] = np;
+	for (i = sp->n; i-- > 0;)
+		if (rdmaxfer_peer_id(sp->p[i]) == n->peer_id &&
+		    rdmaxfer_peer_state(sp->p[i]) == RDMAXFER_PEER_CONNECTED)
+			return sp->p[i];
+	return NULL;
+}
+
 /* What a command acts on: the CPU's view of one registered region. */
 struct region {
 	uint8_t *p;
@@ -290,6 +322,7 @@ static int dmabuf_region(struct rdmaxfer_agent *agent, struct region *r,
 static int serve(const char *host, uint16_t port)
 {
 	static struct rdmaxfer_notif n[16];
+	struct srv_peers sp = { { NULL }, 0 };
 	struct rdmaxfer_agent *agent;
 	struct rdmaxfer_peer *peer;
 	struct region *r0 = &regions[0];
@@ -348,6 +381,7 @@ static int serve(const char *host, uint16_t port)
 		fprintf(stderr, "server: accept: %s\n", rdmaxfer_strerror(ret));
 		goto out;
 	}
+	sp.p[sp.n++] = peer;
 	ret = rdmaxfer_notif_send(peer, CMD, blob, len);
 	if (ret) {
 		fprintf(stderr, "server: send metadata: %s\n",
@@ -376,7 +410,8 @@ static int serve(const char *host, uint16_t port)
 			if (strncmp(reply, "OK", 2))
 				printf("server: %s -> %s\n", n[i].data, reply);
 			bye |= !strcmp(reply, "OK bye");
-			ret = send_msg(n[i].peer, CMD, reply);
+			ret = send_msg(reply_peer(agent, &sp, &n[i]), CMD,
+				       reply);
 			if (ret)
 				fprintf(stderr, "server: reply: %s\n",
 					rdmaxfer_strerror(ret));
@@ -1206,7 +1241,7 @@ static int rs_serve(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *ini)
 		ret = ring_info_send(ring, ini, "sample ring");
 	if (ret)
 		goto out;
-	/* the callback takes the agent's notifications: wait on its count */
+	/* the ring's callback takes its writes: wait on its count */
 	t0 = now_s();
 	while (now_s() - t0 < WAIT_MS / 1000.0) {
 		pthread_mutex_lock(&st.lock);
@@ -1221,7 +1256,6 @@ static int rs_serve(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *ini)
 		}
 		usleep(1000);
 	}
-	/* messages are the agent's again */
 	rdmaxfer_ring_set_samples_cb(ring, NULL, NULL);
 	if (st.bad[0])
 		snprintf(reply, sizeof(reply), "%s", st.bad);
@@ -1266,8 +1300,10 @@ static int ring_serve(const char *host, uint16_t port)
 	if (!ret)
 		ret = rdmaxfer_ring_create(agent, RING_SLOTS, RING_SLOT_SIZE, 0,
 					   &ring);
-	/* the initiator's question, before the ring takes the agent's
-	 * notifications */
+	/* the initiator's control connection (a notification names only a
+	 * peer the application accepted), then its question */
+	if (!ret)
+		ret = rdmaxfer_accept(agent, 300000, &ini);
 	if (!ret)
 		ret = ring_msg(agent, &n, 300000);
 	if (!ret && strcmp((char *)n.data, "RING?"))
@@ -1277,7 +1313,6 @@ static int ring_serve(const char *host, uint16_t port)
 			rdmaxfer_strerror(ret));
 		goto out;
 	}
-	ini = n.peer;
 	ret = ring_info_send(ring, ini, "target");
 	if (ret)
 		goto out;

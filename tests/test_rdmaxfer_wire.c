@@ -14,7 +14,6 @@
  * (fuzz_wire.h).  Built with the library's own hello.c and notif_msg.c;
  * runs under any sanitizer the build adds.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -312,97 +311,56 @@ static void test_notif_bad(void)
 
 /* ------------------------------------------------------------- corpora */
 
-static uint8_t *read_file(const char *path, size_t *lenp)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf;
-	long len;
+struct replay {
+	const char *kind;
+	int accepted;
+};
 
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	len = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	/* exactly the file's length: a read past it is caught */
-	buf = malloc(len > 0 ? (size_t)len : 1);
-	if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
-		free(buf);
-		buf = NULL;
+static void replay_one(void *user, const char *name, const char *path,
+		       const unsigned char *buf, size_t len)
+{
+	struct replay *rp = user;
+	int r1, r2 = -EBADMSG, bad;
+	bool ok;
+
+	if (!strcmp(rp->kind, "hello"))
+		bad = fw_check_hello(buf, len, &r1, &r2);
+	else
+		bad = fw_check_notif(buf, len, &r1);
+	/* hello corpus: *-hello-* and *-welcome-* name the decoder judged
+	 * (a bad hello can be a fine welcome) */
+	if (strstr(name, "-hello-") == strchr(name, '-'))
+		ok = !r1;
+	else if (strstr(name, "-welcome") == strchr(name, '-'))
+		ok = !r2;
+	else
+		ok = !r1 || !r2;
+	if (bad) {
+		CU_FAIL("corpus file broke the decoder's contract");
+		rc_diag("%s", path);
 	}
-	fclose(f);
-	*lenp = (size_t)len;
-	return buf;
+	if (!strncmp(name, "valid-", 6) && !ok) {
+		CU_FAIL("valid corpus file refused");
+		rc_diag("%s: %d %d", path, r1, r2);
+	}
+	if (!strncmp(name, "bad-", 4) && ok) {
+		CU_FAIL("bad corpus file accepted");
+		rc_diag("%s", path);
+	}
+	rp->accepted += ok;
 }
 
-/*
- * Replay every file of corpus/KIND; a file named valid-* must be
- * accepted, bad-* refused (for hello: valid-hello-* by the hello decoder,
- * valid-welcome-* by the welcome decoder, other names by either), and
- * every file, fuzz-* too (what the fuzzer kept), must leave the decoders
- * to their contract.
- */
 static void replay(const char *kind)
 {
+	struct replay rp = { kind, 0 };
 	char dirpath[4096];
-	DIR *dir;
-	struct dirent *de;
-	int files = 0, accepted = 0;
+	int files;
 
 	snprintf(dirpath, sizeof(dirpath), "%s/%s", CORPUS_DIR, kind);
-	dir = opendir(dirpath);
-	if (!dir) {
-		CU_FAIL("corpus directory missing");
-		rc_diag("%s: %s", dirpath, strerror(errno));
-		return;
-	}
-	while ((de = readdir(dir))) {
-		char path[8192];
-		bool ok;
-		uint8_t *buf;
-		size_t len;
-		int r1, r2 = -EBADMSG, bad;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dirpath, de->d_name);
-		buf = read_file(path, &len);
-		if (!buf) {
-			CU_FAIL("unreadable corpus file");
-			rc_diag("%s", path);
-			continue;
-		}
-		if (!strcmp(kind, "hello"))
-			bad = fw_check_hello(buf, len, &r1, &r2);
-		else
-			bad = fw_check_notif(buf, len, &r1);
-		/* hello corpus: *-hello-* and *-welcome-* name the decoder
-		 * judged (a bad hello can be a fine welcome) */
-		if (strstr(de->d_name, "-hello-") == strchr(de->d_name, '-'))
-			ok = !r1;
-		else if (strstr(de->d_name, "-welcome") == strchr(de->d_name, '-'))
-			ok = !r2;
-		else
-			ok = !r1 || !r2;
-		if (bad) {
-			CU_FAIL("corpus file broke the decoder's contract");
-			rc_diag("%s", path);
-		}
-		if (!strncmp(de->d_name, "valid-", 6) && !ok) {
-			CU_FAIL("valid corpus file refused");
-			rc_diag("%s: %d %d", path, r1, r2);
-		}
-		if (!strncmp(de->d_name, "bad-", 4) && ok) {
-			CU_FAIL("bad corpus file accepted");
-			rc_diag("%s", path);
-		}
-		files++;
-		accepted += ok;
-		free(buf);
-	}
-	closedir(dir);
-	rc_diag("corpus %s: %d files, %d accepted", kind, files, accepted);
+	files = rc_corpus_each(dirpath, replay_one, &rp);
+	rc_diag("corpus %s: %d files, %d accepted", kind, files, rp.accepted);
 	CU_ASSERT(files >= 8);
-	CU_ASSERT(accepted >= 2);
+	CU_ASSERT(rp.accepted >= 2);
 }
 
 static void test_corpus_hello(void)

@@ -17,7 +17,7 @@
  * the ratio does.
  *
  * Remote, the target process has a second agent for the control
- * messages (the ring's agent hands every notification to the ring): per
+ * messages (the rings' agent serves nothing but the rings): per
  * point the initiator names N and the size, the target answers with the
  * ring's one-line target info (JSON, the form a control plane carries),
  * and after the point it confirms that it released every grain.

@@ -2,6 +2,7 @@
 /*
  * rc_test.c - run CUnit suites and report every test as a TAP test point.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -72,6 +73,61 @@ long rc_env_long(const char *name, long def, long min, long max)
 		exit(RC_EXIT_ERROR);
 	}
 	return n;
+}
+
+/* The whole file in a buffer of exactly its length, or NULL. */
+static unsigned char *read_file(const char *path, size_t *lenp)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char *buf = NULL;
+	long len;
+
+	if (!f)
+		return NULL;
+	if (!fseek(f, 0, SEEK_END) && (len = ftell(f)) >= 0 &&
+	    !fseek(f, 0, SEEK_SET)) {
+		buf = malloc(len > 0 ? (size_t)len : 1);
+		if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
+			free(buf);
+			buf = NULL;
+		}
+		*lenp = (size_t)len;
+	}
+	fclose(f);
+	return buf;
+}
+
+int rc_corpus_each(const char *dir, rc_corpus_fn fn, void *user)
+{
+	char path[8192];
+	struct dirent *de;
+	int files = 0;
+	DIR *d = opendir(dir);
+
+	if (!d) {
+		CU_FAIL("corpus directory missing");
+		rc_diag("%s: %s", dir, strerror(errno));
+		return 0;
+	}
+	while ((de = readdir(d))) {
+		unsigned char *buf;
+		size_t len;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		buf = read_file(path, &len);
+		if (!buf) {
+			CU_FAIL("unreadable corpus file");
+			rc_diag("%s", path);
+			continue;
+		}
+		fn(user, de->d_name, path, buf, len);
+		free(buf);
+		files++;
+	}
+	closedir(d);
+	return files;
 }
 
 static void rc_test_start(const CU_pTest test, const CU_pSuite suite)

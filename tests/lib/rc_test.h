@@ -54,6 +54,17 @@ void rc_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 long rc_env_long(const char *name, long def, long min, long max);
 
 /*
+ * Replay a fuzzing corpus: fn(user, name, path, data, len) for each file
+ * of folder dir (dot files left out), its data in a buffer of exactly its
+ * length, so that a sanitizer sees a read past it.  A folder that cannot
+ * be opened or a file that cannot be read is a failed assertion of the
+ * running test.  Returns the files handed to fn.
+ */
+typedef void (*rc_corpus_fn)(void *user, const char *name, const char *path,
+			     const unsigned char *data, size_t len);
+int rc_corpus_each(const char *dir, rc_corpus_fn fn, void *user);
+
+/*
  * Run every registered suite.  If argv names tests ("suite/test" or
  * "suite"), run only those.  Returns the process exit code.
  */

@@ -49,7 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rc_test.h"
+#include "kt_harness.h"
 #include "test_kmod_util.h"
 
 static long pg;
@@ -516,13 +516,13 @@ static void report_notifier(void)
 int main(void)
 {
 	/* out of range: the defaults below; not a number: an error */
-	int reps = (int)rc_env_long("BENCH_REPS", 5, INT_MIN, INT_MAX);
-	int rounds = (int)rc_env_long("BENCH_ROUNDS", 21, INT_MIN, INT_MAX);
-	long churn = rc_env_long("BENCH_CHURN", 2000, LONG_MIN, LONG_MAX);
-	long watches = rc_env_long("BENCH_WATCHES", 10000, LONG_MIN,
+	int reps = (int)kt_env_long("BENCH_REPS", 5, INT_MIN, INT_MAX);
+	int rounds = (int)kt_env_long("BENCH_ROUNDS", 21, INT_MIN, INT_MAX);
+	long churn = kt_env_long("BENCH_CHURN", 2000, LONG_MIN, LONG_MAX);
+	long watches = kt_env_long("BENCH_WATCHES", 10000, LONG_MIN,
 				   LONG_MAX);
-	long lat = rc_env_long("BENCH_LAT", 1000, LONG_MIN, LONG_MAX);
-	long lat_pages = rc_env_long("BENCH_LAT_PAGES", 1, LONG_MIN,
+	long lat = kt_env_long("BENCH_LAT", 1000, LONG_MIN, LONG_MAX);
+	long lat_pages = kt_env_long("BENCH_LAT_PAGES", 1, LONG_MIN,
 				     LONG_MAX);
 	const char *only = getenv("BENCH_ONLY");
 	const char *dir = getenv("RC_RESULTS");

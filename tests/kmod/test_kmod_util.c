@@ -4,23 +4,26 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/io_uring.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
-#include "rc_test.h"
+#include "kt_harness.h"
 #include "test_kmod_util.h"
 
 void kt_require_device(void)
 {
 	if (geteuid() != 0)
-		rc_skip_all("needs root");
+		kt_skip_all("needs root");
 	if (access(REGCACHE_DEVICE_PATH, F_OK) != 0)
-		rc_skip_all("%s absent (regcache.ko not loaded)", REGCACHE_DEVICE_PATH);
+		kt_skip_all("%s absent (regcache.ko not loaded)", REGCACHE_DEVICE_PATH);
 }
 
 int kt_ioctl(int fd, unsigned long cmd, void *arg)
@@ -266,4 +269,90 @@ int kt_recv_fd(int sock)
 		return -1;
 	memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
 	return fd;
+}
+
+static int kt_uring_setup(unsigned int entries, struct io_uring_params *p)
+{
+	long fd;
+
+	memset(p, 0, sizeof(*p));
+	fd = syscall(__NR_io_uring_setup, entries, p);
+	return fd < 0 ? -errno : (int)fd;
+}
+
+int kt_pin(void *addr, size_t len)
+{
+	struct iovec iov = { .iov_base = addr, .iov_len = len };
+	struct io_uring_params p;
+	int fd, ret;
+
+	fd = kt_uring_setup(1, &p);
+	if (fd < 0)
+		return fd;
+	if (syscall(__NR_io_uring_register, fd, IORING_REGISTER_BUFFERS, &iov, 1) < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/* Unregistering unpins now; closing the ring alone would do it later, from a worker. */
+void kt_unpin(int handle)
+{
+	syscall(__NR_io_uring_register, handle, IORING_UNREGISTER_BUFFERS, NULL, 0);
+	close(handle);
+}
+
+int kt_uring_madvise(void *addr, size_t len, int advice, int *res)
+{
+	struct io_uring_params p;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	size_t sq_len, cq_len;
+	char *sq, *cq;
+	unsigned int *tail, *head;
+	int fd, ret = 0;
+
+	fd = kt_uring_setup(1, &p);
+	if (fd < 0)
+		return fd;
+	sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned int);
+	cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+	sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
+		  IORING_OFF_SQ_RING);
+	cq = mmap(NULL, cq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
+		  IORING_OFF_CQ_RING);
+	sqe = mmap(NULL, sizeof(*sqe), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
+		   IORING_OFF_SQES);
+	if (sq == MAP_FAILED || cq == MAP_FAILED || sqe == MAP_FAILED) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_MADVISE;
+	sqe->addr = (uintptr_t)addr;
+	sqe->len = (uint32_t)len;
+	sqe->fadvise_advice = (uint32_t)advice;
+	((unsigned int *)(sq + p.sq_off.array))[0] = 0;
+	tail = (unsigned int *)(sq + p.sq_off.tail);
+	__atomic_store_n(tail, *tail + 1, __ATOMIC_RELEASE);
+	if (syscall(__NR_io_uring_enter, fd, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0) != 1) {
+		ret = -errno;
+		goto out;
+	}
+	head = (unsigned int *)(cq + p.cq_off.head);
+	cqe = (struct io_uring_cqe *)(cq + p.cq_off.cqes) +
+	      (*head & *(unsigned int *)(cq + p.cq_off.ring_mask));
+	*res = cqe->res;
+	__atomic_store_n(head, *head + 1, __ATOMIC_RELEASE);
+out:
+	if (sqe != MAP_FAILED)
+		munmap(sqe, sizeof(*sqe));
+	if (cq != MAP_FAILED)
+		munmap(cq, cq_len);
+	if (sq != MAP_FAILED)
+		munmap(sq, sq_len);
+	close(fd);
+	return ret;
 }

@@ -26,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "rc_test.h"
+#include "kt_harness.h"
 #include "test_kmod_util.h"
 
 static long pg;
@@ -80,29 +80,29 @@ static void test_flush_keeps_later_event(void)
 	uint64_t seen;
 	int n;
 
-	CU_ASSERT_FATAL(p != NULL);
-	CU_ASSERT_FATAL(open_cfg(&c, 4, REGCACHE_STRICT_OFF) == 0);
-	CU_ASSERT_FATAL(kt_watch(&c, p, pg, 0xa, 0, NULL, NULL) == 0);
-	CU_ASSERT_FATAL(kt_watch(&c, p + pg, pg, 0xb, 0, NULL, NULL) == 0);
-	CU_ASSERT(madvise(p, pg, MADV_DONTNEED) == 0);
+	KT_ASSERT(p != NULL);
+	KT_ASSERT(open_cfg(&c, 4, REGCACHE_STRICT_OFF) == 0);
+	KT_ASSERT(kt_watch(&c, p, pg, 0xa, 0, NULL, NULL) == 0);
+	KT_ASSERT(kt_watch(&c, p + pg, pg, 0xb, 0, NULL, NULL) == 0);
+	KT_EXPECT(madvise(p, pg, MADV_DONTNEED) == 0);
 	seen = events_total(&c);
-	CU_ASSERT(seen == 1);
+	KT_EXPECT(seen == 1);
 	/* ... the caller rescans its slot words here; meanwhile: */
-	CU_ASSERT(madvise(p + pg, pg, MADV_DONTNEED) == 0);
-	CU_ASSERT(kt_flush_upto(&c, seen) == 0);
-	CU_ASSERT(c.st->events_pending == 1);
+	KT_EXPECT(madvise(p + pg, pg, MADV_DONTNEED) == 0);
+	KT_EXPECT(kt_flush_upto(&c, seen) == 0);
+	KT_EXPECT(c.st->events_pending == 1);
 	n = kt_read_events(&c, ev, 4);
-	CU_ASSERT(n == 1);
+	KT_EXPECT(n == 1);
 	if (n == 1) {
-		CU_ASSERT(ev[0].cookie == 0xb);
-		CU_ASSERT(ev[0].seq == 2);
-		CU_ASSERT(ev[0].size == sizeof(ev[0]));
-		CU_ASSERT(ev[0].flags == 0);
-		CU_ASSERT(ev[0].reason == REGCACHE_REASON_CLEAR);
+		KT_EXPECT(ev[0].cookie == 0xb);
+		KT_EXPECT(ev[0].seq == 2);
+		KT_EXPECT(ev[0].size == sizeof(ev[0]));
+		KT_EXPECT(ev[0].flags == 0);
+		KT_EXPECT(ev[0].reason == REGCACHE_REASON_CLEAR);
 	}
 	/* flushing what was seen is idempotent; the future cannot be flushed */
-	CU_ASSERT(kt_flush_upto(&c, seen) == 0);
-	CU_ASSERT(kt_flush_upto(&c, events_total(&c) + 1) == -EINVAL);
+	KT_EXPECT(kt_flush_upto(&c, seen) == 0);
+	KT_EXPECT(kt_flush_upto(&c, events_total(&c) + 1) == -EINVAL);
 	kt_close(&c);
 	munmap(p, 2 * pg);
 }
@@ -115,25 +115,25 @@ static void test_flush_keeps_later_overflow(void)
 	char *p = kt_map_pages(3);
 	uint64_t seen;
 
-	CU_ASSERT_FATAL(p != NULL);
-	CU_ASSERT_FATAL(open_cfg(&c, 1, REGCACHE_STRICT_OFF) == 0);
-	CU_ASSERT_FATAL(kt_watch(&c, p, pg, 1, 0, NULL, NULL) == 0);
-	CU_ASSERT_FATAL(kt_watch(&c, p + pg, pg, 2, 0, NULL, NULL) == 0);
-	CU_ASSERT_FATAL(kt_watch(&c, p + 2 * pg, pg, 3, 0, NULL, NULL) == 0);
-	CU_ASSERT(madvise(p, pg, MADV_DONTNEED) == 0);		/* queued */
-	CU_ASSERT(madvise(p + pg, pg, MADV_DONTNEED) == 0);	/* dropped */
-	CU_ASSERT(c.st->flags & REGCACHE_STATUS_OVERFLOW);
+	KT_ASSERT(p != NULL);
+	KT_ASSERT(open_cfg(&c, 1, REGCACHE_STRICT_OFF) == 0);
+	KT_ASSERT(kt_watch(&c, p, pg, 1, 0, NULL, NULL) == 0);
+	KT_ASSERT(kt_watch(&c, p + pg, pg, 2, 0, NULL, NULL) == 0);
+	KT_ASSERT(kt_watch(&c, p + 2 * pg, pg, 3, 0, NULL, NULL) == 0);
+	KT_EXPECT(madvise(p, pg, MADV_DONTNEED) == 0);		/* queued */
+	KT_EXPECT(madvise(p + pg, pg, MADV_DONTNEED) == 0);	/* dropped */
+	KT_EXPECT(c.st->flags & REGCACHE_STATUS_OVERFLOW);
 	seen = events_total(&c);
-	CU_ASSERT(seen == 2);
+	KT_EXPECT(seen == 2);
 	/* during the rescan, one more is dropped */
-	CU_ASSERT(madvise(p + 2 * pg, pg, MADV_DONTNEED) == 0);
-	CU_ASSERT(kt_flush_upto(&c, seen) == 0);
-	CU_ASSERT(c.st->flags & REGCACHE_STATUS_OVERFLOW);
-	CU_ASSERT(c.st->events_pending == 0);
-	CU_ASSERT(kt_read_events(&c, ev, 2) == -ENOSPC);
-	CU_ASSERT(kt_flush_upto(&c, events_total(&c)) == 0);
-	CU_ASSERT(!(c.st->flags & REGCACHE_STATUS_OVERFLOW));
-	CU_ASSERT(kt_read_events(&c, ev, 2) == -EAGAIN);
+	KT_EXPECT(madvise(p + 2 * pg, pg, MADV_DONTNEED) == 0);
+	KT_EXPECT(kt_flush_upto(&c, seen) == 0);
+	KT_EXPECT(c.st->flags & REGCACHE_STATUS_OVERFLOW);
+	KT_EXPECT(c.st->events_pending == 0);
+	KT_EXPECT(kt_read_events(&c, ev, 2) == -ENOSPC);
+	KT_EXPECT(kt_flush_upto(&c, events_total(&c)) == 0);
+	KT_EXPECT(!(c.st->flags & REGCACHE_STATUS_OVERFLOW));
+	KT_EXPECT(kt_read_events(&c, ev, 2) == -EAGAIN);
 	kt_close(&c);
 	munmap(p, 3 * pg);
 }
@@ -143,21 +143,21 @@ static void test_flush_bad_input(void)
 	struct regcache_flush f;
 	struct kt_ctx c;
 
-	CU_ASSERT_FATAL(kt_open(&c, 0, false) == 0);
+	KT_ASSERT(kt_open(&c, 0, false) == 0);
 	memset(&f, 0, sizeof(f));
-	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_FLUSH, &f) == 0);
+	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_FLUSH, &f) == 0);
 	f.flags = 1;
-	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_FLUSH, &f) == -EINVAL);
+	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_FLUSH, &f) == -EINVAL);
 	f.flags = 0;
 	f.reserved0 = 1;
-	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_FLUSH, &f) == -EINVAL);
+	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_FLUSH, &f) == -EINVAL);
 	f.reserved0 = 0;
 	f.reserved[1] = 1;
-	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_FLUSH, &f) == -EINVAL);
+	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_FLUSH, &f) == -EINVAL);
 	f.reserved[1] = 0;
 	f.events_seen = 1;	/* nothing has happened yet */
-	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_FLUSH, &f) == -EINVAL);
-	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_FLUSH, NULL) == -EFAULT);
+	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_FLUSH, &f) == -EINVAL);
+	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_FLUSH, NULL) == -EFAULT);
 	kt_close(&c);
 }
 
@@ -169,24 +169,24 @@ static void test_event_records(void)
 	char *p = kt_map_pages(5);
 	int i, n;
 
-	CU_ASSERT_FATAL(p != NULL);
-	CU_ASSERT_FATAL(open_cfg(&c, 8, REGCACHE_STRICT_OFF) == 0);
-	CU_ASSERT(c.info.event_size == sizeof(struct regcache_event));
+	KT_ASSERT(p != NULL);
+	KT_ASSERT(open_cfg(&c, 8, REGCACHE_STRICT_OFF) == 0);
+	KT_EXPECT(c.info.event_size == sizeof(struct regcache_event));
 	for (i = 0; i < 5; i++)
-		CU_ASSERT_FATAL(kt_watch(&c, p + i * pg, pg, 100 + i, 0, NULL, NULL) == 0);
+		KT_ASSERT(kt_watch(&c, p + i * pg, pg, 100 + i, 0, NULL, NULL) == 0);
 	for (i = 0; i < 5; i++)
-		CU_ASSERT(madvise(p + i * pg, pg, MADV_DONTNEED) == 0);
+		KT_EXPECT(madvise(p + i * pg, pg, MADV_DONTNEED) == 0);
 	/* a buffer for one and a half records returns one */
-	CU_ASSERT(read(c.fd, ev, sizeof(ev[0]) + sizeof(ev[0]) / 2) ==
+	KT_EXPECT(read(c.fd, ev, sizeof(ev[0]) + sizeof(ev[0]) / 2) ==
 		  (ssize_t)sizeof(ev[0]));
-	CU_ASSERT(ev[0].seq == 1 && ev[0].cookie == 100);
+	KT_EXPECT(ev[0].seq == 1 && ev[0].cookie == 100);
 	n = kt_read_events(&c, ev, 8);
-	CU_ASSERT(n == 4);
+	KT_EXPECT(n == 4);
 	for (i = 0; i < n; i++) {
-		CU_ASSERT(ev[i].size == sizeof(ev[i]));
-		CU_ASSERT(ev[i].flags == 0);
-		CU_ASSERT(ev[i].seq == (uint64_t)i + 2);
-		CU_ASSERT(ev[i].cookie == 101ULL + i);
+		KT_EXPECT(ev[i].size == sizeof(ev[i]));
+		KT_EXPECT(ev[i].flags == 0);
+		KT_EXPECT(ev[i].seq == (uint64_t)i + 2);
+		KT_EXPECT(ev[i].cookie == 101ULL + i);
 	}
 	kt_close(&c);
 	munmap(p, 5 * pg);
@@ -199,15 +199,15 @@ static void test_failed_watch_configure(void)
 	struct kt_ctx c;
 	char *p = kt_map_pages(1);
 
-	CU_ASSERT_FATAL(p != NULL);
-	CU_ASSERT_FATAL(kt_open(&c, 0, false) == 0);
-	CU_ASSERT(munmap(p, pg) == 0);
-	CU_ASSERT(kt_watch(&c, p, pg, 1, 0, NULL, NULL) == -ENOMEM);
+	KT_ASSERT(p != NULL);
+	KT_ASSERT(kt_open(&c, 0, false) == 0);
+	KT_EXPECT(munmap(p, pg) == 0);
+	KT_EXPECT(kt_watch(&c, p, pg, 1, 0, NULL, NULL) == -ENOMEM);
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.ring_entries = 8;
-	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_CONFIGURE, &cfg) == 0);
-	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &c.info) == 0);
-	CU_ASSERT(c.info.ring_entries == 8);
+	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_CONFIGURE, &cfg) == 0);
+	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &c.info) == 0);
+	KT_EXPECT(c.info.ring_entries == 8);
 	kt_close(&c);
 }
 
@@ -221,30 +221,30 @@ static void test_strict_per_context(void)
 	uint64_t w_on, w_off, w_def;
 	long long param = kt_param("strict");
 
-	CU_ASSERT_FATAL(p != NULL && param >= 0);
-	CU_ASSERT_FATAL(open_cfg(&on, 0, REGCACHE_STRICT_ON) == 0);
-	CU_ASSERT_FATAL(open_cfg(&off, 0, REGCACHE_STRICT_OFF) == 0);
-	CU_ASSERT_FATAL(open_cfg(&def, 0, REGCACHE_STRICT_DEFAULT) == 0);
-	CU_ASSERT(on.info.strict == 1);
-	CU_ASSERT(off.info.strict == 0);
-	CU_ASSERT(def.info.strict == (uint32_t)param);
-	CU_ASSERT(kt_watch(&on, p, pg, 1, pg, &s_on, &w_on) == 0);
-	CU_ASSERT(kt_watch(&off, p, pg, 2, pg, &s_off, &w_off) == 0);
-	CU_ASSERT(kt_watch(&def, p, pg, 3, pg, &s_def, &w_def) == 0);
-	CU_ASSERT(mprotect(p, pg, PROT_READ) == 0);
-	CU_ASSERT(kt_slot(&on, s_on) != w_on);
-	CU_ASSERT(kt_read_events(&on, ev, 2) == 1 &&
+	KT_ASSERT(p != NULL && param >= 0);
+	KT_ASSERT(open_cfg(&on, 0, REGCACHE_STRICT_ON) == 0);
+	KT_ASSERT(open_cfg(&off, 0, REGCACHE_STRICT_OFF) == 0);
+	KT_ASSERT(open_cfg(&def, 0, REGCACHE_STRICT_DEFAULT) == 0);
+	KT_EXPECT(on.info.strict == 1);
+	KT_EXPECT(off.info.strict == 0);
+	KT_EXPECT(def.info.strict == (uint32_t)param);
+	KT_EXPECT(kt_watch(&on, p, pg, 1, pg, &s_on, &w_on) == 0);
+	KT_EXPECT(kt_watch(&off, p, pg, 2, pg, &s_off, &w_off) == 0);
+	KT_EXPECT(kt_watch(&def, p, pg, 3, pg, &s_def, &w_def) == 0);
+	KT_EXPECT(mprotect(p, pg, PROT_READ) == 0);
+	KT_EXPECT(kt_slot(&on, s_on) != w_on);
+	KT_EXPECT(kt_read_events(&on, ev, 2) == 1 &&
 		  ev[0].reason == REGCACHE_REASON_PROTECTION);
-	CU_ASSERT(kt_slot(&off, s_off) == w_off);
-	CU_ASSERT(kt_read_events(&off, ev, 2) == -EAGAIN);
-	CU_ASSERT((kt_slot(&def, s_def) != w_def) == (param == 1));
+	KT_EXPECT(kt_slot(&off, s_off) == w_off);
+	KT_EXPECT(kt_read_events(&off, ev, 2) == -EAGAIN);
+	KT_EXPECT((kt_slot(&def, s_def) != w_def) == (param == 1));
 	/* frozen by the WATCH: strictness cannot change under a live range */
 	{
 		struct regcache_config cfg;
 
 		memset(&cfg, 0, sizeof(cfg));
 		cfg.strict = REGCACHE_STRICT_ON;
-		CU_ASSERT(kt_ioctl(off.fd, REGCACHE_IOC_CONFIGURE, &cfg) == -EBUSY);
+		KT_EXPECT(kt_ioctl(off.fd, REGCACHE_IOC_CONFIGURE, &cfg) == -EBUSY);
 	}
 	kt_close(&on);
 	kt_close(&off);
@@ -258,9 +258,9 @@ static void test_stream(void)
 	struct regcache_event ev;
 	struct kt_ctx c;
 
-	CU_ASSERT_FATAL(kt_open(&c, 0, false) == 0);
-	CU_ASSERT(lseek(c.fd, 0, SEEK_SET) == -1 && errno == ESPIPE);
-	CU_ASSERT(pread(c.fd, &ev, sizeof(ev), 0) == -1 && errno == ESPIPE);
+	KT_ASSERT(kt_open(&c, 0, false) == 0);
+	KT_EXPECT(lseek(c.fd, 0, SEEK_SET) == -1 && errno == ESPIPE);
+	KT_EXPECT(pread(c.fd, &ev, sizeof(ev), 0) == -1 && errno == ESPIPE);
 	kt_close(&c);
 }
 
@@ -283,10 +283,10 @@ static void test_status_dontneed(void)
 	volatile uint32_t abi = 0;
 	volatile uint64_t now = 0;
 
-	CU_ASSERT_FATAL(p != NULL);
-	CU_ASSERT_FATAL(kt_open(&c, 0, true) == 0);
-	CU_ASSERT_FATAL(kt_watch(&c, p, pg, 1, 0, &slot, &word) == 0);
-	CU_ASSERT(madvise((void *)c.st, c.info.status_size, MADV_DONTNEED) == 0);
+	KT_ASSERT(p != NULL);
+	KT_ASSERT(kt_open(&c, 0, true) == 0);
+	KT_ASSERT(kt_watch(&c, p, pg, 1, 0, &slot, &word) == 0);
+	KT_EXPECT(madvise((void *)c.st, c.info.status_size, MADV_DONTNEED) == 0);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_sigbus;
 	sigaction(SIGBUS, &sa, &old);
@@ -295,11 +295,11 @@ static void test_status_dontneed(void)
 		now = kt_slot(&c, slot);
 	}
 	sigaction(SIGBUS, &old, NULL);
-	CU_ASSERT(abi == REGCACHE_ABI_VERSION);
-	CU_ASSERT(now == word);
+	KT_EXPECT(abi == REGCACHE_ABI_VERSION);
+	KT_EXPECT(now == word);
 	/* the re-faulted page is the live one */
-	CU_ASSERT(munmap(p, pg) == 0);
-	CU_ASSERT(kt_slot(&c, slot) != word);
+	KT_EXPECT(munmap(p, pg) == 0);
+	KT_EXPECT(kt_slot(&c, slot) != word);
 	kt_close(&c);
 }
 
@@ -310,17 +310,17 @@ static void test_status_dofork(void)
 	pid_t pid;
 	int st;
 
-	CU_ASSERT_FATAL(kt_open(&c, 0, true) == 0);
-	CU_ASSERT(madvise((void *)c.st, c.info.status_size, MADV_DOFORK) == -1 &&
+	KT_ASSERT(kt_open(&c, 0, true) == 0);
+	KT_EXPECT(madvise((void *)c.st, c.info.status_size, MADV_DOFORK) == -1 &&
 		  errno == EINVAL);
 	pid = fork();
-	CU_ASSERT_FATAL(pid >= 0);
+	KT_ASSERT(pid >= 0);
 	if (!pid) {
 		/* msync of an unmapped range is ENOMEM */
 		_exit(msync((void *)c.st, c.info.status_size, MS_ASYNC) == -1 &&
 		      errno == ENOMEM ? 0 : 1);
 	}
-	CU_ASSERT(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	KT_EXPECT(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	kt_close(&c);
 }
 
@@ -332,22 +332,22 @@ static void test_status_noexec_nogup(void)
 	char buf[64];
 	void *m;
 
-	CU_ASSERT_FATAL(kt_open(&c, 0, false) == 0);
+	KT_ASSERT(kt_open(&c, 0, false) == 0);
 	m = mmap(NULL, c.info.status_size, PROT_READ | PROT_EXEC, MAP_SHARED, c.fd, 0);
-	CU_ASSERT(m == MAP_FAILED && errno == EPERM);
+	KT_EXPECT(m == MAP_FAILED && errno == EPERM);
 	if (m != MAP_FAILED)
 		munmap(m, c.info.status_size);
 	m = mmap(NULL, c.info.status_size, PROT_READ, MAP_SHARED, c.fd, 0);
-	CU_ASSERT_FATAL(m != MAP_FAILED);
-	CU_ASSERT(mprotect(m, c.info.status_size, PROT_READ | PROT_EXEC) == -1 &&
+	KT_ASSERT(m != MAP_FAILED);
+	KT_EXPECT(mprotect(m, c.info.status_size, PROT_READ | PROT_EXEC) == -1 &&
 		  errno == EACCES);
 	local.iov_base = buf;
 	local.iov_len = sizeof(buf);
 	remote.iov_base = m;
 	remote.iov_len = sizeof(buf);
-	CU_ASSERT(process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == -1 &&
+	KT_EXPECT(process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == -1 &&
 		  errno == EFAULT);
-	CU_ASSERT(((struct regcache_status *)m)->abi_version == REGCACHE_ABI_VERSION);
+	KT_EXPECT(((struct regcache_status *)m)->abi_version == REGCACHE_ABI_VERSION);
 	munmap(m, c.info.status_size);
 	kt_close(&c);
 }
@@ -359,23 +359,23 @@ static void test_fdinfo(void)
 	struct kt_ctx c;
 	char *p = kt_map_pages(2);
 
-	CU_ASSERT_FATAL(p != NULL);
-	CU_ASSERT_FATAL(open_cfg(&c, 16, REGCACHE_STRICT_ON) == 0);
-	CU_ASSERT(kt_watch(&c, p, pg, 1, pg, NULL, NULL) == 0);
-	CU_ASSERT(kt_watch(&c, p + pg, pg, 2, 0, NULL, NULL) == 0);
-	CU_ASSERT(kt_fdinfo(c.fd, "pid", &v) == 0 && v == getpid());
-	CU_ASSERT(kt_fdinfo(c.fd, "watches", &v) == 0 && v == 2);
-	CU_ASSERT(kt_fdinfo(c.fd, "max-watches", &v) == 0 && v == c.info.max_watches);
-	CU_ASSERT(kt_fdinfo(c.fd, "declared-pinned-bytes", &v) == 0 && v == pg);
-	CU_ASSERT(kt_fdinfo(c.fd, "mm-pinned-bytes", &v) == 0 && v >= 0);
-	CU_ASSERT(kt_fdinfo(c.fd, "ring-entries", &v) == 0 && v == 16);
-	CU_ASSERT(kt_fdinfo(c.fd, "strict", &v) == 0 && v == 1);
-	CU_ASSERT(kt_fdinfo(c.fd, "events", &v) == 0 && v == 0);
-	CU_ASSERT(munmap(p, 2 * pg) == 0);
-	CU_ASSERT(kt_fdinfo(c.fd, "events", &v) == 0 && v == 2);
-	CU_ASSERT(kt_fdinfo(c.fd, "pending", &v) == 0 && v == 2);
-	CU_ASSERT(kt_fdinfo(c.fd, "overflows", &v) == 0 && v == 0);
-	CU_ASSERT(kt_fdinfo(c.fd, "id", &v) == 0 && v > 0);
+	KT_ASSERT(p != NULL);
+	KT_ASSERT(open_cfg(&c, 16, REGCACHE_STRICT_ON) == 0);
+	KT_EXPECT(kt_watch(&c, p, pg, 1, pg, NULL, NULL) == 0);
+	KT_EXPECT(kt_watch(&c, p + pg, pg, 2, 0, NULL, NULL) == 0);
+	KT_EXPECT(kt_fdinfo(c.fd, "pid", &v) == 0 && v == getpid());
+	KT_EXPECT(kt_fdinfo(c.fd, "watches", &v) == 0 && v == 2);
+	KT_EXPECT(kt_fdinfo(c.fd, "max-watches", &v) == 0 && v == c.info.max_watches);
+	KT_EXPECT(kt_fdinfo(c.fd, "declared-pinned-bytes", &v) == 0 && v == pg);
+	KT_EXPECT(kt_fdinfo(c.fd, "mm-pinned-bytes", &v) == 0 && v >= 0);
+	KT_EXPECT(kt_fdinfo(c.fd, "ring-entries", &v) == 0 && v == 16);
+	KT_EXPECT(kt_fdinfo(c.fd, "strict", &v) == 0 && v == 1);
+	KT_EXPECT(kt_fdinfo(c.fd, "events", &v) == 0 && v == 0);
+	KT_EXPECT(munmap(p, 2 * pg) == 0);
+	KT_EXPECT(kt_fdinfo(c.fd, "events", &v) == 0 && v == 2);
+	KT_EXPECT(kt_fdinfo(c.fd, "pending", &v) == 0 && v == 2);
+	KT_EXPECT(kt_fdinfo(c.fd, "overflows", &v) == 0 && v == 0);
+	KT_EXPECT(kt_fdinfo(c.fd, "id", &v) == 0 && v > 0);
 	kt_close(&c);
 }
 
@@ -423,7 +423,7 @@ static void test_exec_inherited_fd(void)
 	int st;
 
 	pid = fork();
-	CU_ASSERT_FATAL(pid >= 0);
+	KT_ASSERT(pid >= 0);
 	if (!pid) {
 		char *p = kt_map_pages(1), arg[16];
 		struct kt_ctx c;
@@ -437,17 +437,17 @@ static void test_exec_inherited_fd(void)
 		execl("/proc/self/exe", "test_kmod_sem", "--exec-child", arg, (char *)NULL);
 		_exit(12);
 	}
-	CU_ASSERT(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
-	CU_ASSERT(WEXITSTATUS(st) == 0);
+	KT_EXPECT(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+	KT_EXPECT(WEXITSTATUS(st) == 0);
 	if (WEXITSTATUS(st))
-		rc_diag("exec child exit status %d", WEXITSTATUS(st));
-	CU_ASSERT(kt_sysfs("nr_contexts") == base_c);
-	CU_ASSERT(kt_sysfs("watches") == base_w);
+		kt_diag("exec child exit status %d", WEXITSTATUS(st));
+	KT_EXPECT(kt_sysfs("nr_contexts") == base_c);
+	KT_EXPECT(kt_sysfs("watches") == base_w);
 }
 
 int main(int argc, char **argv)
 {
-	static const struct rc_test_case cases[] = {
+	static const struct kt_case cases[] = {
 		{ "flush_keeps_later_event", test_flush_keeps_later_event },
 		{ "flush_keeps_later_overflow", test_flush_keeps_later_overflow },
 		{ "flush_bad_input", test_flush_bad_input },
@@ -467,6 +467,6 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "--exec-child"))
 		return exec_child(atoi(argv[2]));
 	kt_require_device();
-	rc_add_suite("kmod_sem", NULL, NULL, cases);
-	return rc_test_main(argc, argv);
+	kt_add_suite("kmod_sem", NULL, NULL, cases);
+	return kt_main(argc, argv);
 }

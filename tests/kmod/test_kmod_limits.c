@@ -33,7 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "rc_test.h"
+#include "kt_harness.h"
 #include "test_kmod_util.h"
 
 #define UID_A	60001
@@ -174,20 +174,20 @@ static void held_then_freed(int (*hold)(int *), int (*quota)(int *), const char 
 	int go[2], ready[2], io[2], ret;
 	pid_t a;
 
-	CU_ASSERT_FATAL(pipe(go) == 0 && pipe(ready) == 0);
+	KT_ASSERT(pipe(go) == 0 && pipe(ready) == 0);
 	io[0] = go[0];
 	io[1] = ready[1];
 	a = spawn_as(UID_A, hold, io);
-	CU_ASSERT_FATAL(a > 0);
-	CU_ASSERT(wait_byte(ready[0]) == 0);
-	CU_ASSERT(reap(spawn_as(UID_B, quota, NULL)) == 0);
-	CU_ASSERT(quota(NULL) == 0);
-	CU_ASSERT(say(go[1]) == 0);
+	KT_ASSERT(a > 0);
+	KT_EXPECT(wait_byte(ready[0]) == 0);
+	KT_EXPECT(reap(spawn_as(UID_B, quota, NULL)) == 0);
+	KT_EXPECT(quota(NULL) == 0);
+	KT_EXPECT(say(go[1]) == 0);
 	ret = reap(a);
 	if (ret)
-		rc_diag("uid %d %s: step %d failed", UID_A, what, ret);
-	CU_ASSERT(ret == 0);
-	CU_ASSERT(reap(spawn_as(UID_A, quota, NULL)) == 0);
+		kt_diag("uid %d %s: step %d failed", UID_A, what, ret);
+	KT_EXPECT(ret == 0);
+	KT_EXPECT(reap(spawn_as(UID_A, quota, NULL)) == 0);
 	close(go[0]);
 	close(go[1]);
 	close(ready[0]);
@@ -202,9 +202,9 @@ static void test_contexts(void)
 /* Root is limited too (regcache(4): no exemption; root raises the limit). */
 static void test_root_limited(void)
 {
-	CU_ASSERT(contexts_full_quota(NULL) == 0);
+	KT_EXPECT(contexts_full_quota(NULL) == 0);
 	/* the closes gave them back */
-	CU_ASSERT(contexts_full_quota(NULL) == 0);
+	KT_EXPECT(contexts_full_quota(NULL) == 0);
 }
 
 static int batch(struct kt_ctx *c, char *p, unsigned int n, uint32_t *done)
@@ -350,13 +350,13 @@ static void test_sysfs_root_only(void)
 	struct stat st;
 	size_t i;
 
-	CU_ASSERT(stat(SYSFS_DIR "abi_version", &st) == 0 && (st.st_mode & 0777) == 0444);
+	KT_EXPECT(stat(SYSFS_DIR "abi_version", &st) == 0 && (st.st_mode & 0777) == 0444);
 	for (i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
 		snprintf(path, sizeof(path), SYSFS_DIR "%s", counters[i]);
-		CU_ASSERT(stat(path, &st) == 0 && (st.st_mode & 0777) == 0400);
-		CU_ASSERT(kt_sysfs(counters[i]) >= 0);	/* root reads them */
+		KT_EXPECT(stat(path, &st) == 0 && (st.st_mode & 0777) == 0400);
+		KT_EXPECT(kt_sysfs(counters[i]) >= 0);	/* root reads them */
 	}
-	CU_ASSERT(reap(spawn_as(UID_A, sysfs_as_user, NULL)) == 0);
+	KT_EXPECT(reap(spawn_as(UID_A, sysfs_as_user, NULL)) == 0);
 }
 
 static uint64_t status_size_of(uint32_t watches)
@@ -390,44 +390,44 @@ static void test_status_configured(void)
 	void *m;
 	int i;
 
-	CU_ASSERT_FATAL(p != NULL);
+	KT_ASSERT(p != NULL);
 	c.fd = open_dev();
-	CU_ASSERT_FATAL(c.fd >= 0);
+	KT_ASSERT(c.fd >= 0);
 	/* nothing allocated at open or by GET_INFO */
-	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &info) == 0);
-	CU_ASSERT(info.max_watches == def && info.status_size == status_size_of(def));
-	CU_ASSERT(fdinfo(c.fd, "status-bytes") == 0);
+	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &info) == 0);
+	KT_EXPECT(info.max_watches == def && info.status_size == status_size_of(def));
+	KT_EXPECT(fdinfo(c.fd, "status-bytes") == 0);
 
-	CU_ASSERT(configure_watches(c.fd, 8) == 0);
-	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &info) == 0);
-	CU_ASSERT(info.max_watches == 8 && info.status_size == (uint64_t)pg);
-	CU_ASSERT(fdinfo(c.fd, "max-watches") == 8);
-	CU_ASSERT(fdinfo(c.fd, "status-bytes") == 0);
+	KT_EXPECT(configure_watches(c.fd, 8) == 0);
+	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &info) == 0);
+	KT_EXPECT(info.max_watches == 8 && info.status_size == (uint64_t)pg);
+	KT_EXPECT(fdinfo(c.fd, "max-watches") == 8);
+	KT_EXPECT(fdinfo(c.fd, "status-bytes") == 0);
 	/* a mapping of the wrong length fails and freezes nothing */
 	m = mmap(NULL, status_size_of(def), PROT_READ, MAP_SHARED, c.fd, 0);
-	CU_ASSERT(m == MAP_FAILED && errno == EINVAL);
+	KT_EXPECT(m == MAP_FAILED && errno == EINVAL);
 	/* the last CONFIGURE wins: 600 slots need two pages of 4 KiB */
-	CU_ASSERT(configure_watches(c.fd, 600) == 0);
-	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &info) == 0);
-	CU_ASSERT(info.max_watches == 600 && info.status_size == status_size_of(600));
-	CU_ASSERT(configure_watches(c.fd, 8) == 0);
-	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &c.info) == 0);
+	KT_EXPECT(configure_watches(c.fd, 600) == 0);
+	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &info) == 0);
+	KT_EXPECT(info.max_watches == 600 && info.status_size == status_size_of(600));
+	KT_EXPECT(configure_watches(c.fd, 8) == 0);
+	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &c.info) == 0);
 	m = mmap(NULL, c.info.status_size, PROT_READ, MAP_SHARED, c.fd, 0);
-	CU_ASSERT_FATAL(m != MAP_FAILED);
+	KT_ASSERT(m != MAP_FAILED);
 	c.st = m;
-	CU_ASSERT(c.st->max_watches == 8 && c.st->abi_version == REGCACHE_ABI_VERSION);
-	CU_ASSERT(c.st->ring_entries == c.info.ring_entries);
-	CU_ASSERT(fdinfo(c.fd, "status-bytes") == pg);
-	CU_ASSERT(configure_watches(c.fd, 16) == -EBUSY);
+	KT_EXPECT(c.st->max_watches == 8 && c.st->abi_version == REGCACHE_ABI_VERSION);
+	KT_EXPECT(c.st->ring_entries == c.info.ring_entries);
+	KT_EXPECT(fdinfo(c.fd, "status-bytes") == pg);
+	KT_EXPECT(configure_watches(c.fd, 16) == -EBUSY);
 	/* eight slots, the ninth watch has none (the user's limit is larger) */
 	for (i = 0; i < 8; i++)
-		CU_ASSERT(kt_watch(&c, p + i * pg, pg, i, 0, NULL, NULL) == 0);
-	CU_ASSERT(kt_watch(&c, p + 8 * pg, pg, 8, 0, NULL, NULL) == -ENOSPC);
+		KT_EXPECT(kt_watch(&c, p + i * pg, pg, i, 0, NULL, NULL) == 0);
+	KT_EXPECT(kt_watch(&c, p + 8 * pg, pg, 8, 0, NULL, NULL) == -ENOSPC);
 	/* above the module parameter: refused */
 	kt_close(&c);
 	c.fd = open_dev();
-	CU_ASSERT_FATAL(c.fd >= 0);
-	CU_ASSERT(configure_watches(c.fd, def + 1) == -EINVAL);
+	KT_ASSERT(c.fd >= 0);
+	KT_EXPECT(configure_watches(c.fd, def + 1) == -EINVAL);
 	kt_close(&c);
 	munmap(p, 9 * pg);
 }
@@ -441,55 +441,55 @@ static void test_status_lazy(void)
 	uint64_t word;
 	void *m;
 
-	CU_ASSERT_FATAL(p != NULL);
+	KT_ASSERT(p != NULL);
 	/* WATCH first, then map: the slot word is there */
 	c.fd = open_dev();
-	CU_ASSERT_FATAL(c.fd >= 0);
-	CU_ASSERT(kt_watch(&c, p, pg, 1, 0, &slot, &word) == 0);
-	CU_ASSERT(fdinfo(c.fd, "status-bytes") == (long long)status_size_of(def));
-	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &c.info) == 0);
-	CU_ASSERT(c.info.status_size == status_size_of(def));
+	KT_ASSERT(c.fd >= 0);
+	KT_EXPECT(kt_watch(&c, p, pg, 1, 0, &slot, &word) == 0);
+	KT_EXPECT(fdinfo(c.fd, "status-bytes") == (long long)status_size_of(def));
+	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &c.info) == 0);
+	KT_EXPECT(c.info.status_size == status_size_of(def));
 	m = mmap(NULL, c.info.status_size, PROT_READ, MAP_SHARED, c.fd, 0);
-	CU_ASSERT_FATAL(m != MAP_FAILED);
+	KT_ASSERT(m != MAP_FAILED);
 	c.st = m;
-	CU_ASSERT(kt_slot(&c, slot) == word && (word & REGCACHE_SLOT_ACTIVE));
-	CU_ASSERT(c.st->max_watches == def);
+	KT_EXPECT(kt_slot(&c, slot) == word && (word & REGCACHE_SLOT_ACTIVE));
+	KT_EXPECT(c.st->max_watches == def);
 	kt_close(&c);
 
 	/* GET_INFO then mmap (libregcache's order), then WATCH */
-	CU_ASSERT_FATAL(kt_open(&c, 0, true) == 0);
-	CU_ASSERT(c.st->max_watches == def);
-	CU_ASSERT(kt_watch(&c, p, pg, 1, 0, &slot, &word) == 0);
-	CU_ASSERT(kt_slot(&c, slot) == word);
+	KT_ASSERT(kt_open(&c, 0, true) == 0);
+	KT_EXPECT(c.st->max_watches == def);
+	KT_EXPECT(kt_watch(&c, p, pg, 1, 0, &slot, &word) == 0);
+	KT_EXPECT(kt_slot(&c, slot) == word);
 	kt_close(&c);
 
 	/* a failed WATCH allocated the area; CONFIGURE may still resize it */
 	c.fd = open_dev();
-	CU_ASSERT_FATAL(c.fd >= 0);
-	CU_ASSERT(kt_watch(&c, (void *)(uintptr_t)pg, pg, 1, 0, NULL, NULL) == -ENOMEM);
-	CU_ASSERT(fdinfo(c.fd, "status-bytes") == (long long)status_size_of(def));
-	CU_ASSERT(configure_watches(c.fd, 8) == 0);
-	CU_ASSERT(fdinfo(c.fd, "status-bytes") == 0);
-	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &c.info) == 0);
-	CU_ASSERT(c.info.status_size == (uint64_t)pg);
+	KT_ASSERT(c.fd >= 0);
+	KT_EXPECT(kt_watch(&c, (void *)(uintptr_t)pg, pg, 1, 0, NULL, NULL) == -ENOMEM);
+	KT_EXPECT(fdinfo(c.fd, "status-bytes") == (long long)status_size_of(def));
+	KT_EXPECT(configure_watches(c.fd, 8) == 0);
+	KT_EXPECT(fdinfo(c.fd, "status-bytes") == 0);
+	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &c.info) == 0);
+	KT_EXPECT(c.info.status_size == (uint64_t)pg);
 	m = mmap(NULL, c.info.status_size, PROT_READ, MAP_SHARED, c.fd, 0);
-	CU_ASSERT_FATAL(m != MAP_FAILED);
+	KT_ASSERT(m != MAP_FAILED);
 	c.st = m;
-	CU_ASSERT(c.st->max_watches == 8);
+	KT_EXPECT(c.st->max_watches == 8);
 	kt_close(&c);
 	munmap(p, pg);
 }
 
 int main(int argc, char **argv)
 {
-	static const struct rc_test_case user_cases[] = {
+	static const struct kt_case user_cases[] = {
 		{ "contexts_emfile_per_uid", test_contexts },
 		{ "root_limited_too", test_root_limited },
 		{ "watches_enospc_per_uid", test_watches },
 		{ "sysfs_counters_root_only", test_sysfs_root_only },
 		{ NULL, NULL },
 	};
-	static const struct rc_test_case size_cases[] = {
+	static const struct kt_case size_cases[] = {
 		{ "sized_by_configure", test_status_configured },
 		{ "lazy_default", test_status_lazy },
 		{ NULL, NULL },
@@ -501,13 +501,13 @@ int main(int argc, char **argv)
 	c = kt_param("max_user_contexts");
 	w = kt_param("max_user_watches");
 	if (c < 0 || w < 0)
-		rc_skip_all("regcache.ko has no per-user limits");
+		kt_skip_all("regcache.ko has no per-user limits");
 	if (c > 64 || w < 4 || w > 4096)
-		rc_skip_all("needs small limits (load with max_user_contexts=4 max_user_watches=64; have %lld and %lld)",
+		kt_skip_all("needs small limits (load with max_user_contexts=4 max_user_watches=64; have %lld and %lld)",
 			    c, w);
 	max_ctx = (unsigned int)c;
 	max_watch = (unsigned int)w;
-	rc_add_suite("kmod_limits", NULL, NULL, user_cases);
-	rc_add_suite("kmod_status_size", NULL, NULL, size_cases);
-	return rc_test_main(argc, argv);
+	kt_add_suite("kmod_limits", NULL, NULL, user_cases);
+	kt_add_suite("kmod_status_size", NULL, NULL, size_cases);
+	return kt_main(argc, argv);
 }

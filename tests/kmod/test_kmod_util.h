@@ -61,6 +61,22 @@ long long kt_sysfs(const char *name);
 /* The number after "regcache-KEY:" in /proc/self/fdinfo/FD: 0 or -errno. */
 int kt_fdinfo(int fd, const char *key, long long *val);
 
+/*
+ * A long-term pin (FOLL_LONGTERM, as an RDMA registration makes) of
+ * [addr, addr + len), made by registering the range as an io_uring fixed
+ * buffer with raw system calls, so that a test needs neither an RDMA
+ * device nor a library: the handle for kt_unpin(), or -errno.
+ */
+int kt_pin(void *addr, size_t len);
+void kt_unpin(int handle);
+
+/*
+ * madvise(addr, len, advice) as an io_uring request (IORING_OP_MADVISE):
+ * 0 with the request's result in *res, or -errno if io_uring is not
+ * there.
+ */
+int kt_uring_madvise(void *addr, size_t len, int advice, int *res);
+
 /* Pass an fd over a UNIX socket (SCM_RIGHTS): 0, or -1. */
 int kt_send_fd(int sock, int fd);
 

@@ -8,10 +8,9 @@
  * process that received the fd over SCM_RIGHTS - gets -EIO and touches
  * nothing, because the watches describe the owner's address space.
  *
- * Lifetime: the interval notifiers (or the context's one notifier) hold
- * their own mm_count, and an mm that exits first calls every callback with
- * MMU_NOTIFY_RELEASE (or ->release), so release() can remove the notifiers
- * whether or not the address space still exists.
+ * Lifetime: the interval notifiers hold their own mm_count, and an mm that
+ * exits first calls every callback with MMU_NOTIFY_RELEASE, so release()
+ * can remove the notifiers whether or not the address space still exists.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -182,7 +181,6 @@ static int regcache_open(struct inode *inode, struct file *file)
 	spin_lock_init(&ctx->lock);
 	init_waitqueue_head(&ctx->wait);
 	xa_init_flags(&ctx->ranges, XA_FLAGS_ALLOC);
-	ctx->nops = regcache_notif;
 	ctx->id = atomic64_inc_return(&regcache_next_id);
 	ctx->tgid = task_tgid_nr(current);
 	get_task_comm(ctx->comm, current);
@@ -218,8 +216,6 @@ static int regcache_release(struct inode *inode, struct file *file)
 	regcache_unwatch_all(ctx);
 	mutex_unlock(&ctx->mutex);
 	xa_destroy(&ctx->ranges);
-	/* No range is left for a callback to find: the notifier can go. */
-	ctx->nops->release(ctx);
 
 	atomic_dec(&regcache_stats.contexts);
 	regcache_ring_free(&ctx->ring);
@@ -719,7 +715,6 @@ static void regcache_show_fdinfo(struct seq_file *m, struct file *file)
 	seq_printf(m, "regcache-overflows:\t%llu\n", overflows);
 	seq_printf(m, "regcache-ring-entries:\t%u\n", entries);
 	seq_printf(m, "regcache-strict:\t%d\n", strict);
-	seq_printf(m, "regcache-notifier:\t%s\n", ctx->nops->name);
 }
 
 const struct file_operations regcache_fops = {

@@ -16,8 +16,7 @@
  *   ctx->read_mutex one reader at a time (read(), FLUSH)
  *   ctx->lock       spinlock: slot words, range state, the ring and the
  *                   status header, which status area is installed and
- *                   its size, and (notifier=context) the private interval
- *                   tree of ranges.  The only lock the MMU notifier takes,
+ *                   its size.  The only lock the MMU notifier takes,
  *                   so an invalidation never sleeps and never waits for
  *                   anything that could sleep.
  *   regcache_users_lock  spinlock, innermost, never nested with ctx->lock
@@ -27,7 +26,6 @@
 #define REGCACHE_INTERNAL_H
 
 #include <linux/atomic.h>
-#include <linux/interval_tree.h>
 #include <linux/list.h>
 #include <linux/miscdevice.h>
 #include <linux/mmu_notifier.h>
@@ -51,38 +49,6 @@ extern unsigned long long regcache_max_pinned_bytes;
 extern bool regcache_strict;
 extern unsigned int regcache_max_user_contexts;
 extern unsigned int regcache_max_user_watches;
-
-/*
- * How a context learns of invalidations (module parameter "notifier",
- * fixed at load):
- *   interval  one mmu_interval_notifier per WATCH in the mm-wide tree
- *             (regcache_watch.c)
- *   context   one mmu_notifier per context and a private interval tree
- *             under ctx->lock (regcache_ctxnotif.c)
- * Both give userspace exactly the same slot words, events and limits;
- * they differ in what WATCH and UNWATCH wait for.
- */
-struct regcache_range;
-struct regcache_ctx;
-
-struct regcache_notif_ops {
-	const char *name;
-	/*
-	 * Start watching r (its slot is already active): from return on,
-	 * every invalidation that starts calls regcache_range_fire(), and
-	 * one that was in progress over r has finished.  Sleeps; caller
-	 * holds ctx->mutex and not mmap_lock.  0 or -errno.
-	 */
-	int (*arm)(struct regcache_ctx *ctx, struct regcache_range *r);
-	/* Stop: on return no callback can touch r.  Sleeps; ctx->mutex held. */
-	void (*disarm)(struct regcache_ctx *ctx, struct regcache_range *r);
-	/* The fd's last close, after every range was disarmed. */
-	void (*release)(struct regcache_ctx *ctx);
-};
-
-extern const struct regcache_notif_ops regcache_interval_ops;
-extern const struct regcache_notif_ops regcache_ctxnotif_ops;
-extern const struct regcache_notif_ops *regcache_notif;
 
 /* Module-wide counters, shown in sysfs. */
 struct regcache_global_stats {
@@ -114,12 +80,9 @@ enum regcache_range_state {
 	REGCACHE_RANGE_INVALIDATED,	/* event sent; waits for UNWATCH */
 };
 
-/* One watched range: a slot plus what the notifier design tracks it with. */
+/* One watched range: a slot and the interval notifier over its pages. */
 struct regcache_range {
-	union {
-		struct mmu_interval_notifier notifier;	/* notifier=interval */
-		struct interval_tree_node node;		/* notifier=context */
-	};
+	struct mmu_interval_notifier notifier;
 	struct regcache_ctx *ctx;
 	u64 addr;		/* as the caller gave it */
 	u64 len;
@@ -132,7 +95,6 @@ struct regcache_range {
 };
 
 struct regcache_user;
-struct regcache_ctxnotif;
 
 struct regcache_ctx {
 	struct mm_struct *mm;		/* mmgrab'd: identity, never used after exit */
@@ -147,8 +109,6 @@ struct regcache_ctx {
 	wait_queue_head_t wait;
 
 	struct xarray ranges;		/* slot -> struct regcache_range */
-	const struct regcache_notif_ops *nops;	/* regcache_notif at open */
-	struct regcache_ctxnotif *cn;	/* notifier=context, from the first WATCH */
 	/*
 	 * The status area: NULL until the first mmap, WATCH or WATCH_BATCH
 	 * (regcache_status_ensure), installed under ctx->lock, fixed once
@@ -194,9 +154,6 @@ int regcache_unwatch(struct regcache_ctx *ctx, u32 slot, u64 cookie);
 void regcache_unwatch_all(struct regcache_ctx *ctx);
 u32 regcache_reason_of(int event);
 bool regcache_reason_invalidates(u32 reason);
-bool regcache_ctx_ignores(struct regcache_ctx *ctx, u32 reason);
-bool regcache_range_fire(struct regcache_range *r,
-			 const struct mmu_notifier_range *range, u32 reason);
 
 /* regcache_events.c */
 void regcache_ctx_queue_event(struct regcache_ctx *ctx, struct regcache_event *ev);

@@ -10,8 +10,7 @@
  * strict is the default of CONFIGURE's per-context choice),
  * max_pinned_bytes and max_user_watches at the next WATCH,
  * max_user_contexts at the next open().  Lowering a limit takes nothing
- * away that is already held.  notifier is read-only (0444): it is chosen
- * at load time, since contexts of both designs would not share anything.
+ * away that is already held.
  *
  * /sys/class/misc/regcache/ holds the global counters, one value per
  * file; all but abi_version are readable by root only, since they count
@@ -35,7 +34,6 @@ bool regcache_strict;
 unsigned int regcache_max_user_contexts = 128;
 unsigned int regcache_max_user_watches = 1048576;
 struct regcache_global_stats regcache_stats;
-const struct regcache_notif_ops *regcache_notif = &regcache_interval_ops;
 
 static int regcache_param_set_bounded(const char *val, const struct kernel_param *kp,
 				      unsigned int limit)
@@ -104,31 +102,6 @@ module_param_cb(max_user_watches, &regcache_user_watches_ops, &regcache_max_user
 MODULE_PARM_DESC(max_user_watches, "Watches per user over all their contexts, 1..1073741824; WATCH beyond it fails with ENOSPC (default 1048576)");
 module_param_named(strict, regcache_strict, bool, 0644);
 MODULE_PARM_DESC(strict, "Default of CONFIGURE's strict choice for new contexts: invalidate on every notifier event, including mprotect and fork write-protect (default 0)");
-
-/* notifier=interval|context: which design every context uses (load time). */
-static int regcache_param_set_notifier(const char *val, const struct kernel_param *kp)
-{
-	if (sysfs_streq(val, regcache_interval_ops.name))
-		regcache_notif = &regcache_interval_ops;
-	else if (sysfs_streq(val, regcache_ctxnotif_ops.name))
-		regcache_notif = &regcache_ctxnotif_ops;
-	else
-		return -EINVAL;
-	return 0;
-}
-
-static int regcache_param_get_notifier(char *buf, const struct kernel_param *kp)
-{
-	return sysfs_emit(buf, "%s\n", regcache_notif->name);
-}
-
-static const struct kernel_param_ops regcache_notifier_ops = {
-	.set = regcache_param_set_notifier,
-	.get = regcache_param_get_notifier,
-};
-
-module_param_cb(notifier, &regcache_notifier_ops, NULL, 0444);
-MODULE_PARM_DESC(notifier, "How contexts watch ranges, set at load: interval (one mmu_interval_notifier per WATCH, default) or context (one mmu_notifier per context and a private interval tree)");
 
 /* Activity counters: root only (0400), they tell of every user's contexts. */
 #define REGCACHE_STAT_ATTR(name, expr)						\

@@ -1,13 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * regcache_watch.c - watched ranges: slots, filtering, and the
- * interval-notifier design (notifier=interval).
+ * regcache_watch.c - watched ranges: slots, filtering, and their interval
+ * notifiers.
  *
  * Each WATCH gets a slot (the lowest free index of the context's xarray)
- * and is armed by the context's notifier design: an mmu_interval_notifier
- * over the page-aligned range (here), or a node of the context's private
- * interval tree (regcache_ctxnotif.c).  The invalidate callback of either
- * is the heart of the module (regcache_range_fire): it decides
+ * and an mmu_interval_notifier over the page-aligned range.  Its
+ * invalidate callback is the heart of the module: it decides
  * from the event type whether the pages under the range can have changed,
  * and if so it rewrites the slot word (inactive, generation + 1) under a
  * spinlock before returning.  The kernel calls it before it changes the
@@ -80,47 +78,18 @@ bool regcache_reason_invalidates(u32 reason)
 }
 
 /* ctx->strict is fixed while any range exists (CONFIGURE -EBUSY). */
-bool regcache_ctx_ignores(struct regcache_ctx *ctx, u32 reason)
+static bool regcache_ctx_ignores(struct regcache_ctx *ctx, u32 reason)
 {
 	return !READ_ONCE(ctx->strict) && !regcache_reason_invalidates(reason);
 }
 
 /*
- * The heart of both notifier designs: an invalidation over r that the
- * context does not ignore.  Caller holds ctx->lock.  Only the spinlock
- * and no allocation: this runs unchanged whether or not
+ * An invalidation over r that the context does not ignore: the slot word
+ * goes inactive with the next generation, and an event is queued.  Only
+ * the spinlock and no allocation: this runs unchanged whether or not
  * mmu_notifier_range_blockable(range), including from the OOM reaper, so
- * no callback ever has to fail.  Returns true when an event was queued:
- * the caller wakes readers after unlocking.
+ * the callback never has to fail.
  */
-bool regcache_range_fire(struct regcache_range *r,
-			 const struct mmu_notifier_range *range, u32 reason)
-{
-	struct regcache_ctx *ctx = r->ctx;
-	struct regcache_event ev;
-	u64 word;
-
-	lockdep_assert_held(&ctx->lock);
-	if (r->state != REGCACHE_RANGE_ACTIVE)
-		return false;
-	word = READ_ONCE(ctx->slots[r->slot]);
-	word = ((word & REGCACHE_SLOT_GEN_MASK) + 1) & REGCACHE_SLOT_GEN_MASK;
-	WRITE_ONCE(ctx->slots[r->slot], word);
-	r->state = REGCACHE_RANGE_INVALIDATED;
-
-	ev.cookie = r->cookie;
-	ev.addr = r->addr;
-	ev.len = r->len;
-	ev.inval_addr = max_t(u64, range->start, r->start);
-	ev.inval_len = min_t(u64, range->end, r->end) - ev.inval_addr;
-	ev.slot_word = word;
-	ev.slot = r->slot;
-	ev.reason = reason;
-	regcache_ctx_queue_event(ctx, &ev);
-	return true;
-}
-
-/* notifier=interval: the kernel found r in the mm-wide tree. */
 static bool regcache_range_invalidate(struct mmu_interval_notifier *mni,
 				      const struct mmu_notifier_range *range,
 				      unsigned long cur_seq)
@@ -128,14 +97,32 @@ static bool regcache_range_invalidate(struct mmu_interval_notifier *mni,
 	struct regcache_range *r = container_of(mni, struct regcache_range, notifier);
 	struct regcache_ctx *ctx = r->ctx;
 	u32 reason = regcache_reason_of(range->event);
-	bool queued;
+	struct regcache_event ev;
+	bool queued = false;
+	u64 word;
 
 	if (regcache_ctx_ignores(ctx, reason))
 		return true;
 
 	spin_lock(&ctx->lock);
 	mmu_interval_set_seq(mni, cur_seq);
-	queued = regcache_range_fire(r, range, reason);
+	if (r->state == REGCACHE_RANGE_ACTIVE) {
+		word = READ_ONCE(ctx->slots[r->slot]);
+		word = ((word & REGCACHE_SLOT_GEN_MASK) + 1) & REGCACHE_SLOT_GEN_MASK;
+		WRITE_ONCE(ctx->slots[r->slot], word);
+		r->state = REGCACHE_RANGE_INVALIDATED;
+
+		ev.cookie = r->cookie;
+		ev.addr = r->addr;
+		ev.len = r->len;
+		ev.inval_addr = max_t(u64, range->start, r->start);
+		ev.inval_len = min_t(u64, range->end, r->end) - ev.inval_addr;
+		ev.slot_word = word;
+		ev.slot = r->slot;
+		ev.reason = reason;
+		regcache_ctx_queue_event(ctx, &ev);
+		queued = true;
+	}
 	spin_unlock(&ctx->lock);
 
 	if (queued)
@@ -163,9 +150,12 @@ static const struct mmu_interval_notifier_ops regcache_range_ops = {
  *
  * The cost: read_begin (and mmu_interval_notifier_remove) wait for the
  * mm-wide invalidate sequence, which any munmap anywhere in the process
- * holds open; notifier=context waits only for overlapping ones.
+ * holds open.  (A design with one mmu_notifier per context and a private
+ * interval tree, which waits only for overlapping invalidations, was
+ * measured against this one and removed: it cost every munmap of the
+ * process more and won nothing beyond the noise; doc/BENCHMARKS.md.)
  */
-static int regcache_interval_arm(struct regcache_ctx *ctx, struct regcache_range *r)
+static int regcache_range_arm(struct regcache_ctx *ctx, struct regcache_range *r)
 {
 	int ret;
 
@@ -176,24 +166,6 @@ static int regcache_interval_arm(struct regcache_ctx *ctx, struct regcache_range
 	(void)mmu_interval_read_begin(&r->notifier);
 	return 0;
 }
-
-/* Sleeps until a running callback for this range has returned. */
-static void regcache_interval_disarm(struct regcache_ctx *ctx, struct regcache_range *r)
-{
-	mmu_interval_notifier_remove(&r->notifier);
-}
-
-/* Each interval notifier holds its own mm_count: nothing per context. */
-static void regcache_interval_release(struct regcache_ctx *ctx)
-{
-}
-
-const struct regcache_notif_ops regcache_interval_ops = {
-	.name		= "interval",
-	.arm		= regcache_interval_arm,
-	.disarm		= regcache_interval_disarm,
-	.release	= regcache_interval_release,
-};
 
 /* Is every byte of [start, end) inside some VMA?  Caller holds mmap_lock. */
 static bool regcache_range_mapped(struct mm_struct *mm, unsigned long start,
@@ -298,7 +270,7 @@ int regcache_watch(struct regcache_ctx *ctx, struct regcache_watch *w)
 	r->state = REGCACHE_RANGE_ACTIVE;
 	spin_unlock(&ctx->lock);
 
-	ret = ctx->nops->arm(ctx, r);
+	ret = regcache_range_arm(ctx, r);
 	if (ret)
 		goto release_slot;
 
@@ -325,7 +297,8 @@ int regcache_watch(struct regcache_ctx *ctx, struct regcache_watch *w)
 	return 0;
 
 disarm:
-	ctx->nops->disarm(ctx, r);
+	/* Sleeps until a running callback for this range has returned. */
+	mmu_interval_notifier_remove(&r->notifier);
 release_slot:
 	regcache_slot_release(ctx, slot);
 free_range:
@@ -338,7 +311,7 @@ uncharge:
 /* Tear one range down.  Caller holds ctx->mutex (or is the last user). */
 static void regcache_range_destroy(struct regcache_ctx *ctx, struct regcache_range *r)
 {
-	ctx->nops->disarm(ctx, r);
+	mmu_interval_notifier_remove(&r->notifier);
 
 	spin_lock(&ctx->lock);
 	ctx->nr_watches--;

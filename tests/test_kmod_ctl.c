@@ -117,7 +117,6 @@ static int make_tree(void)
 	put("class/misc/regcache/foreign_mm", "1\n");
 	put("module/regcache/parameters/max_user_contexts", "128\n");
 	put("module/regcache/parameters/max_user_watches", "1048576\n");
-	put("module/regcache/parameters/notifier", "context\n");
 	/* 101 owns a context on fd 3 and has a pipe on fd 0 */
 	put("proc/101/fdinfo/0", "pos:\t0\nflags:\t02\nmnt_id:\t13\nino:\t55\n");
 	put("proc/101/fdinfo/3", "pos:\t0\nflags:\t02000002\nmnt_id:\t5\nino:\t9\n"
@@ -187,7 +186,6 @@ static void test_status(void)
 	CU_ASSERT(strstr(out, "regcache.ko loaded") != NULL);
 	CU_ASSERT(strstr(out, "max_watches") != NULL);
 	CU_ASSERT(strstr(out, "strict             0") != NULL);
-	CU_ASSERT(strstr(out, "notifier           context") != NULL);
 	CU_ASSERT(strstr(out, "watches            7") != NULL);
 	CU_ASSERT(strstr(out, "other") != NULL);
 }
@@ -197,7 +195,7 @@ static void test_json(void)
 	CU_ASSERT(ctl("--json") == 0);
 	CU_ASSERT(strstr(out, "{\"loaded\": true, \"parameters\": {\"max_watches\": 65536, "
 			 "\"ring_entries\": 1024, \"max_pinned_bytes\": 0, \"strict\": 0, \"max_user_contexts\": 128, "
-			 "\"max_user_watches\": 1048576, \"notifier\": \"context\"}") == out);
+			 "\"max_user_watches\": 1048576}") == out);
 	CU_ASSERT(strstr(out, "\"pinned_bytes\": 8192") != NULL);
 	CU_ASSERT(strstr(out, "{\"pid\": 101, \"holder\": 101, \"fd\": 3, \"watches\": 4, "
 			 "\"declared_pinned_bytes\": 4096, \"mm_pinned_bytes\": 8192, "
@@ -206,7 +204,7 @@ static void test_json(void)
 	CU_ASSERT(ctl("--json params") == 0);
 	CU_ASSERT(strcmp(out, "{\"max_watches\": 65536, \"ring_entries\": 1024, "
 			 "\"max_pinned_bytes\": 0, \"strict\": 0, \"max_user_contexts\": 128, "
-			 "\"max_user_watches\": 1048576, \"notifier\": \"context\"}\n") == 0);
+			 "\"max_user_watches\": 1048576}\n") == 0);
 }
 
 static void test_contexts(void)

@@ -107,13 +107,6 @@ static int show_params(bool nested)
 		else
 			printf("  %-18s %s\n", params[i], normalise(v));
 	}
-	/* A word, not a number, set at load only; a module before it has none. */
-	if (!read_value("module/regcache/parameters", "notifier", v, sizeof(v))) {
-		if (json)
-			printf(", \"notifier\": \"%s\"", v);
-		else
-			printf("  %-18s %s\n", "notifier", v);
-	}
 	printf(json ? (nested ? "}" : "}\n") : "");
 	return 0;
 }

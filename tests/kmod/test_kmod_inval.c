@@ -384,8 +384,8 @@ static void test_fork_child_exits(void)
 		 * and nothing changes.  But the kernel reuses an anonymous
 		 * page only if nothing else holds a reference to it at that
 		 * instant (an LRU batch, a migration or compaction scan); else
-		 * it copies the page (seen once on 7.3 under TCG, in the
-		 * notifier=context pass of a CI run), or a migration may move
+		 * it copies the page (seen once on 7.3 under TCG, in a CI
+		 * run), or a migration may move
 		 * it, and the watch must then say exactly that: one event
 		 * naming this page (CLEAR for the copy).
 		 */

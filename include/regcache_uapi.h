@@ -75,9 +75,9 @@ struct regcache_status {
 
 /*
  * REGCACHE_IOC_GET_INFO: the ABI-version query; valid before anything
- * else.  It allocates nothing: max_watches and status_size describe the
- * status area as it is, or as the first mmap or WATCH will allocate it
- * (a later CONFIGURE can still change them).
+ * else.  max_watches and status_size describe the status area as it is
+ * (a later CONFIGURE can still change them, until the area is mapped or
+ * a watch made).
  */
 struct regcache_info {
 	__u32 abi_version;	/* out: REGCACHE_ABI_VERSION */
@@ -102,11 +102,9 @@ struct regcache_info {
  * may be repeated until then, the last call wins.  Zero takes the module
  * parameter's current value.  max_watches sizes the status area (slots);
  * the module parameter max_watches is also its cap (-EINVAL above it).
- * The area is allocated at the first mmap, WATCH or WATCH_BATCH, not at
- * open() or CONFIGURE, so a context that never configures gets the
- * module's max_watches of the time of open().  GET_INFO reports the size
- * the area has or will have.  (max_watches was reserved0, which ABI 2
- * required to be 0: old callers get the default, as before.)
+ * open() allocates the area at the module's max_watches; CONFIGURE
+ * replaces it when the page count changes.  (max_watches was reserved0,
+ * which ABI 2 required to be 0: old callers get the default, as before.)
  */
 struct regcache_config {
 	__u32 ring_entries;	/* in: event ring capacity */

@@ -98,67 +98,37 @@ static void regcache_status_free(struct regcache_status_area *a)
 	kvfree(a->pages);
 }
 
-/* Take the context's area out (caller holds ctx->lock; not frozen, or the last user). */
-static void regcache_status_take(struct regcache_ctx *ctx, struct regcache_status_area *a)
+/* The context's area as it is now. */
+static void regcache_status_get(const struct regcache_ctx *ctx, struct regcache_status_area *a)
 {
 	a->status = ctx->status;
 	a->pages = ctx->status_pages;
 	a->npages = ctx->status_npages;
-	ctx->status = NULL;
-	ctx->slots = NULL;
-	ctx->status_pages = NULL;
-	ctx->status_npages = 0;
 }
 
 /*
- * Give the context its status area at the size it has now, unless it has
- * one: the first mmap, WATCH or WATCH_BATCH calls this, so a context that
- * is opened and never used costs no more than its ring, and one that
- * CONFIGUREs a size gets that size.  May sleep; the caller holds no
- * spinlock (mmap holds mmap_lock, WATCH ctx->mutex: both are fine to
- * allocate under).  A CONFIGURE racing with mmap may change the size
- * between the allocation and the install: then allocate again.
+ * Install a as the context's area, with max_watches slots.  Caller holds
+ * ctx->lock, or has the context to itself (open).
  */
-int regcache_status_ensure(struct regcache_ctx *ctx)
+static void regcache_status_set(struct regcache_ctx *ctx, const struct regcache_status_area *a,
+				u32 max_watches)
 {
-	struct regcache_status_area a;
-	size_t size;
-	u32 watches;
-	int ret;
-
-	for (;;) {
-		spin_lock(&ctx->lock);
-		size = ctx->status_size;
-		watches = ctx->max_watches;
-		ret = ctx->status ? 1 : 0;
-		spin_unlock(&ctx->lock);
-		if (ret)
-			return 0;
-
-		ret = regcache_status_alloc(&a, size);
-		if (ret)
-			return ret;
-		a.status->abi_version = REGCACHE_ABI_VERSION;
-		a.status->max_watches = watches;
-
-		spin_lock(&ctx->lock);
-		if (!ctx->status && ctx->status_size == size) {
-			ctx->status = a.status;
-			ctx->slots = (u64 *)(a.status + 1);
-			ctx->status_pages = a.pages;
-			ctx->status_npages = a.npages;
-			regcache_status_sync(ctx);
-			a.status = NULL;
-		}
-		spin_unlock(&ctx->lock);
-		/* Lost a race: another caller installed one, or the size changed. */
-		regcache_status_free(&a);
-	}
+	ctx->status = a->status;
+	ctx->slots = (u64 *)(a->status + 1);
+	ctx->status_pages = a->pages;
+	ctx->status_npages = a->npages;
+	ctx->status_size = (size_t)a->npages << PAGE_SHIFT;
+	ctx->max_watches = max_watches;
+	ctx->status->abi_version = REGCACHE_ABI_VERSION;
+	ctx->status->max_watches = max_watches;
+	regcache_status_sync(ctx);
 }
 
 static int regcache_open(struct inode *inode, struct file *file)
 {
+	struct regcache_status_area area;
 	struct regcache_ctx *ctx;
+	u32 watches;
 	int ret;
 
 	if (!current->mm)
@@ -186,12 +156,19 @@ static int regcache_open(struct inode *inode, struct file *file)
 	get_task_comm(ctx->comm, current);
 	ctx->strict = READ_ONCE(regcache_strict);
 
-	/* The status area comes later, at this size or CONFIGURE's. */
-	ctx->max_watches = READ_ONCE(regcache_max_watches);
-	ctx->status_size = regcache_status_size(ctx->max_watches);
+	/*
+	 * The status area exists from open() to release(), at the size of
+	 * the max_watches parameter until CONFIGURE chooses another: mmap,
+	 * which runs under mmap_lock held for writing, never allocates.
+	 */
+	watches = READ_ONCE(regcache_max_watches);
 	ret = regcache_ring_alloc(&ctx->ring, READ_ONCE(regcache_ring_entries));
 	if (ret)
 		goto put_user;
+	ret = regcache_status_alloc(&area, regcache_status_size(watches));
+	if (ret)
+		goto free_ring;
+	regcache_status_set(ctx, &area, watches);
 
 	mmgrab(current->mm);
 	ctx->mm = current->mm;
@@ -200,6 +177,8 @@ static int regcache_open(struct inode *inode, struct file *file)
 	atomic_inc(&regcache_stats.contexts);
 	return 0;
 
+free_ring:
+	regcache_ring_free(&ctx->ring);
 put_user:
 	regcache_user_put(ctx->user);
 free_ctx:
@@ -219,9 +198,8 @@ static int regcache_release(struct inode *inode, struct file *file)
 
 	atomic_dec(&regcache_stats.contexts);
 	regcache_ring_free(&ctx->ring);
-	spin_lock(&ctx->lock);
-	regcache_status_take(ctx, &a);
-	spin_unlock(&ctx->lock);
+	/* The last reference: no mapping is left (a vma holds the file). */
+	regcache_status_get(ctx, &a);
 	regcache_status_free(&a);
 	regcache_user_put(ctx->user);
 	mmdrop(ctx->mm);
@@ -239,7 +217,7 @@ static int regcache_ioc_get_info(struct regcache_ctx *ctx, void __user *uarg)
 	if (info.flags || memchr_inv(info.reserved, 0, sizeof(info.reserved)))
 		return -EINVAL;
 	info.abi_version = REGCACHE_ABI_VERSION;
-	/* The size the area has, or will have when first used: no allocation here. */
+	/* ctx->lock: a CONFIGURE may be replacing the area */
 	spin_lock(&ctx->lock);
 	info.max_watches = ctx->max_watches;
 	info.status_size = ctx->status_size;
@@ -253,13 +231,21 @@ static int regcache_ioc_get_info(struct regcache_ctx *ctx, void __user *uarg)
 	return 0;
 }
 
+/*
+ * CONFIGURE.  ctx->mutex keeps WATCH (and so the freeze by a first WATCH)
+ * out; mmap does not take it (it runs under mmap_lock, which WATCH takes
+ * under ctx->mutex), so the freeze is checked again under ctx->lock, where
+ * mmap sets it, right before anything is swapped.  A new status area is
+ * allocated only when the page count changes: a mapping racing with a
+ * CONFIGURE that keeps the size maps the same pages either way.
+ */
 static int regcache_ioc_configure(struct regcache_ctx *ctx, void __user *uarg)
 {
-	struct regcache_config cfg;
-	struct regcache_ring ring, old;
 	struct regcache_status_area area = { NULL };
+	struct regcache_ring ring, old;
+	struct regcache_config cfg;
 	u32 entries, watches, cap;
-	bool strict;
+	bool strict, resize;
 	int ret;
 
 	if (copy_from_user(&cfg, uarg, sizeof(cfg)))
@@ -288,7 +274,8 @@ static int regcache_ioc_configure(struct regcache_ctx *ctx, void __user *uarg)
 		return -EINVAL;
 	}
 
-	mutex_lock(&ctx->mutex);
+	if (mutex_lock_killable(&ctx->mutex))
+		return -EINTR;
 	if (READ_ONCE(ctx->frozen)) {
 		ret = -EBUSY;
 		goto unlock;
@@ -296,30 +283,39 @@ static int regcache_ioc_configure(struct regcache_ctx *ctx, void __user *uarg)
 	ret = regcache_ring_alloc(&ring, entries);
 	if (ret)
 		goto unlock;
-	/* mmap does not take ctx->mutex, so re-check under the spinlock. */
+	/* Not frozen: only this thread (ctx->mutex) changes the size. */
+	resize = regcache_status_size(watches) != ctx->status_size;
+	if (resize) {
+		ret = regcache_status_alloc(&area, regcache_status_size(watches));
+		if (ret)
+			goto free_ring;
+	}
 	spin_lock(&ctx->lock);
 	if (ctx->frozen) {
 		spin_unlock(&ctx->lock);
-		regcache_ring_free(&ring);
 		ret = -EBUSY;
-		goto unlock;
+		goto free_area;
 	}
 	old = ctx->ring;
 	ctx->ring = ring;
 	ctx->strict = strict;
-	if (watches != ctx->max_watches) {
-		/*
-		 * Not frozen, so not mapped and no watch lives (a failed WATCH
-		 * may have allocated one): drop it, the next use allocates.
-		 */
-		regcache_status_take(ctx, &area);
+	if (resize) {
+		/* Not mapped, no watch lives: nothing refers to the old area. */
+		struct regcache_status_area new = area;
+
+		regcache_status_get(ctx, &area);
+		regcache_status_set(ctx, &new, watches);
+	} else {
 		ctx->max_watches = watches;
-		ctx->status_size = regcache_status_size(watches);
+		ctx->status->max_watches = watches;
+		regcache_status_sync(ctx);
 	}
-	regcache_status_sync(ctx);
 	spin_unlock(&ctx->lock);
-	regcache_ring_free(&old);
+	ring = old;
+free_area:
 	regcache_status_free(&area);
+free_ring:
+	regcache_ring_free(&ring);
 unlock:
 	mutex_unlock(&ctx->mutex);
 	return ret;
@@ -583,15 +579,23 @@ static __poll_t regcache_poll(struct file *file, struct poll_table_struct *wait)
  * A page of the status area that is not mapped - zapped by
  * MADV_DONTNEED, or never inserted because vm_insert_pages() stopped
  * short - is mapped again on the next access instead of raising SIGBUS.
- * The vma holds the file, so the context outlives it.
+ * The vma holds the file, so the context outlives it, and the area it
+ * maps was frozen by regcache_mmap(): the page is read under ctx->lock
+ * all the same, where every change of the area is made, and inserted
+ * outside it (inserting may allocate a page table).
  */
 static vm_fault_t regcache_status_fault(struct vm_fault *vmf)
 {
 	struct regcache_ctx *ctx = vmf->vma->vm_private_data;
+	struct page *page = NULL;
 
-	if (vmf->pgoff >= ctx->status_npages)
+	spin_lock(&ctx->lock);
+	if (ctx->frozen && vmf->pgoff < ctx->status_npages)
+		page = ctx->status_pages[vmf->pgoff];
+	spin_unlock(&ctx->lock);
+	if (!page)
 		return VM_FAULT_SIGBUS;
-	return vmf_insert_page(vmf->vma, vmf->address, ctx->status_pages[vmf->pgoff]);
+	return vmf_insert_page(vmf->vma, vmf->address, page);
 }
 
 static const struct vm_operations_struct regcache_status_vm_ops = {
@@ -599,11 +603,16 @@ static const struct vm_operations_struct regcache_status_vm_ops = {
 };
 
 /*
- * Map the status area read-only.  Runs under mmap_lock, so it must not
- * take ctx->mutex (WATCH takes mmap_lock under it).
+ * Map the status area read-only.  Runs under mmap_lock held for writing,
+ * so it must not take ctx->mutex (WATCH takes mmap_lock under it), and it
+ * allocates nothing: the area exists since open().
  *
  * ->mmap is still the file operation on 7.3 (->mmap_prepare exists beside
  * it but cannot insert pages); both target kernels call this.
+ *
+ * Shared is VM_MAYSHARE, not VM_SHARED: do_mmap() clears VM_SHARED (and
+ * VM_MAYWRITE) for MAP_SHARED of a file opened O_RDONLY, which may map
+ * the area as well as an O_RDWR one.  MAP_PRIVATE has neither.
  *
  * Flags, and why:
  *   VM_MAYWRITE, VM_MAYEXEC cleared: never writable, never executable,
@@ -621,21 +630,21 @@ static const struct vm_operations_struct regcache_status_vm_ops = {
 static int regcache_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct regcache_ctx *ctx = file->private_data;
+	struct page **pages;
 	unsigned long num;
-	int ret;
 
 	if (!regcache_ctx_is_owner(ctx, vma->vm_mm))
 		return -EIO;
 	if (vma->vm_flags & (VM_WRITE | VM_EXEC))
 		return -EPERM;
-	if (vma->vm_pgoff || !(vma->vm_flags & VM_SHARED))
+	if (vma->vm_pgoff || !(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;
-	ret = regcache_status_ensure(ctx);
-	if (ret)
-		return ret;
 	/*
 	 * Freeze before the pages go in: from here CONFIGURE cannot swap the
-	 * area out from under the mapping.  A wrong length freezes nothing.
+	 * area out from under the mapping (it checks under the same lock).
+	 * The pages and their count are taken under it too, so this mapping
+	 * and the fault handler see the one frozen area.  A wrong length
+	 * freezes nothing.
 	 */
 	spin_lock(&ctx->lock);
 	if (vma->vm_end - vma->vm_start != ctx->status_size) {
@@ -643,8 +652,9 @@ static int regcache_mmap(struct file *file, struct vm_area_struct *vma)
 		return -EINVAL;
 	}
 	ctx->frozen = true;
-	spin_unlock(&ctx->lock);
+	pages = ctx->status_pages;
 	num = ctx->status_npages;
+	spin_unlock(&ctx->lock);
 
 #ifdef HAVE_VM_FLAGS_SET
 	vm_flags_clear(vma, VM_MAYWRITE | VM_MAYEXEC);
@@ -660,7 +670,7 @@ static int regcache_mmap(struct file *file, struct vm_area_struct *vma)
 	 * (-ENOMEM for a page table) fails the mmap; pages left over without
 	 * one are mapped by regcache_status_fault() on first access.
 	 */
-	return vm_insert_pages(vma, vma->vm_start, ctx->status_pages, &num);
+	return vm_insert_pages(vma, vma->vm_start, pages, &num);
 }
 
 /*
@@ -706,7 +716,6 @@ static void regcache_show_fdinfo(struct seq_file *m, struct file *file)
 	seq_printf(m, "regcache-comm:\t%s\n", comm);
 	seq_printf(m, "regcache-watches:\t%u\n", watches);
 	seq_printf(m, "regcache-max-watches:\t%u\n", max_watches);
-	/* 0 until the first mmap, WATCH or WATCH_BATCH allocates the area. */
 	seq_printf(m, "regcache-status-bytes:\t%zu\n", status_bytes);
 	seq_printf(m, "regcache-declared-pinned-bytes:\t%llu\n", pinned);
 	seq_printf(m, "regcache-mm-pinned-bytes:\t%llu\n", mm_pinned);

@@ -66,9 +66,7 @@ void regcache_ring_pop(struct regcache_ring *ring)
 }
 
 /*
- * Mirror the counters into the mapped header, if the context has one yet
- * (regcache_status_ensure syncs it when it installs it).  Caller holds
- * ctx->lock.
+ * Mirror the counters into the mapped header.  Caller holds ctx->lock.
  * The barrier orders any slot word the caller wrote before the new
  * events_total (regcache_uapi.h: a reader that sees a count sees the
  * slot words of those events; FLUSH relies on it).
@@ -77,8 +75,6 @@ void regcache_status_sync(struct regcache_ctx *ctx)
 {
 	struct regcache_status *st = ctx->status;
 
-	if (!st)
-		return;
 	/* slot words before the counts: pairs with the reader's acquire load of events_total */
 	smp_wmb();
 	WRITE_ONCE(st->flags, ctx->status_flags);

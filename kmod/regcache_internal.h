@@ -6,8 +6,8 @@
  * opener's mm and charged to the opener's user (regcache_user.c).  A
  * context owns a vmap'd status area (the page-aligned struct
  * regcache_status and its slot words, which the process maps read-only),
- * allocated when first needed at the size CONFIGURE chose, an xarray of
- * watched ranges indexed by slot, and a preallocated event ring.
+ * at the size CONFIGURE chose, an xarray of watched ranges indexed by
+ * slot, and a preallocated event ring.
  *
  * Locking, outermost first:
  *   ctx->mutex      WATCH / UNWATCH / CONFIGURE / teardown; may sleep,
@@ -110,10 +110,10 @@ struct regcache_ctx {
 
 	struct xarray ranges;		/* slot -> struct regcache_range */
 	/*
-	 * The status area: NULL until the first mmap, WATCH or WATCH_BATCH
-	 * (regcache_status_ensure), installed under ctx->lock, fixed once
-	 * frozen.  max_watches and status_size are what it has or will have;
-	 * CONFIGURE changes them (under ctx->mutex and ctx->lock) until frozen.
+	 * The status area: allocated at open(), replaced only by a CONFIGURE
+	 * that changes its page count (under ctx->mutex and ctx->lock), never
+	 * once frozen.  Readers outside ctx->mutex (mmap, the fault handler,
+	 * GET_INFO, fdinfo) take these fields under ctx->lock.
 	 */
 	struct regcache_status *status;	/* vmap of status_pages, status_size bytes */
 	u64 *slots;			/* the slot words, right after *status */
@@ -139,7 +139,6 @@ struct regcache_ctx {
 
 /* regcache_ctx.c */
 extern const struct file_operations regcache_fops;
-int regcache_status_ensure(struct regcache_ctx *ctx);
 
 /* regcache_user.c */
 struct regcache_user *regcache_user_get(void);

@@ -229,9 +229,6 @@ int regcache_watch(struct regcache_ctx *ctx, struct regcache_watch *w)
 	if (cap && (ctx->pinned_bytes + w->pinned_bytes > cap ||
 		    ctx->pinned_bytes + w->pinned_bytes < ctx->pinned_bytes))
 		return -ENOSPC;
-	ret = regcache_status_ensure(ctx);
-	if (ret)
-		return ret;
 	ret = regcache_user_charge_watch(ctx->user);
 	if (ret)
 		return ret;

@@ -510,6 +510,40 @@ static void test_mmap_rules(void)
 	kt_close(&c);
 }
 
+/*
+ * A read-only open maps the area too: for MAP_SHARED of an O_RDONLY file
+ * the kernel clears VM_SHARED and keeps VM_MAYSHARE, which is what the
+ * module tests.  MAP_PRIVATE has neither and stays refused; a watch's
+ * word shows through the mapping.
+ */
+static void test_mmap_rdonly(void)
+{
+	struct regcache_info info = { 0 };
+	char *p = kt_map_pages(1);
+	struct kt_ctx c;
+	uint32_t slot;
+	uint64_t word;
+	void *m;
+
+	KT_ASSERT(p != NULL);
+	memset(&c, 0, sizeof(c));
+	c.fd = open(REGCACHE_DEVICE_PATH, O_RDONLY | O_CLOEXEC);
+	KT_ASSERT(c.fd >= 0);
+	KT_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &info) == 0);
+	m = mmap(NULL, info.status_size, PROT_READ, MAP_PRIVATE, c.fd, 0);
+	KT_EXPECT(m == MAP_FAILED && errno == EINVAL);
+	m = mmap(NULL, info.status_size, PROT_READ, MAP_SHARED, c.fd, 0);
+	KT_ASSERT(m != MAP_FAILED);
+	c.info = info;
+	c.st = m;
+	KT_EXPECT(c.st->abi_version == REGCACHE_ABI_VERSION);
+	KT_EXPECT(kt_watch(&c, p, pg, 5, 0, &slot, &word) == 0);
+	KT_EXPECT(kt_slot(&c, slot) == word);
+	KT_EXPECT(munmap(p, pg) == 0);
+	KT_EXPECT(kt_slot(&c, slot) != word);
+	kt_close(&c);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct kt_case cases[] = {
@@ -525,6 +559,7 @@ int main(int argc, char **argv)
 		{ "blocking_wakeup", test_blocking_wakeup },
 		{ "unknown_ioctl", test_unknown_ioctl },
 		{ "mmap_rules", test_mmap_rules },
+		{ "mmap_rdonly", test_mmap_rdonly },
 		{ NULL, NULL },
 	};
 

@@ -14,8 +14,9 @@
  *     all of a user's contexts, given back by UNWATCH, close and exit;
  *   - root is limited as well (no exemption);
  *   - the activity counters in sysfs are root-only, abi_version is not;
- *   - the status area is sized by CONFIGURE and allocated at the first
- *     mmap or WATCH, and GET_INFO's status_size is right before and after.
+ *   - the status area is there from open(), sized again by CONFIGURE (kept
+ *     when its page count stays), and GET_INFO's status_size is right
+ *     before and after.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* setresuid, setresgid */
@@ -380,7 +381,7 @@ static int configure_watches(int fd, uint32_t watches)
 	return kt_ioctl(fd, REGCACHE_IOC_CONFIGURE, &cfg);
 }
 
-/* Sized at CONFIGURE, allocated at the first mmap; GET_INFO right throughout. */
+/* Allocated at open, sized again by CONFIGURE; GET_INFO right throughout. */
 static void test_status_configured(void)
 {
 	uint32_t def = (uint32_t)kt_param("max_watches");
@@ -393,16 +394,16 @@ static void test_status_configured(void)
 	KT_ASSERT(p != NULL);
 	c.fd = open_dev();
 	KT_ASSERT(c.fd >= 0);
-	/* nothing allocated at open or by GET_INFO */
+	/* there from open, at the parameter's size */
 	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &info) == 0);
 	KT_EXPECT(info.max_watches == def && info.status_size == status_size_of(def));
-	KT_EXPECT(fdinfo(c.fd, "status-bytes") == 0);
+	KT_EXPECT(fdinfo(c.fd, "status-bytes") == (long long)status_size_of(def));
 
 	KT_EXPECT(configure_watches(c.fd, 8) == 0);
 	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &info) == 0);
 	KT_EXPECT(info.max_watches == 8 && info.status_size == (uint64_t)pg);
 	KT_EXPECT(fdinfo(c.fd, "max-watches") == 8);
-	KT_EXPECT(fdinfo(c.fd, "status-bytes") == 0);
+	KT_EXPECT(fdinfo(c.fd, "status-bytes") == pg);
 	/* a mapping of the wrong length fails and freezes nothing */
 	m = mmap(NULL, status_size_of(def), PROT_READ, MAP_SHARED, c.fd, 0);
 	KT_EXPECT(m == MAP_FAILED && errno == EINVAL);
@@ -410,6 +411,7 @@ static void test_status_configured(void)
 	KT_EXPECT(configure_watches(c.fd, 600) == 0);
 	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &info) == 0);
 	KT_EXPECT(info.max_watches == 600 && info.status_size == status_size_of(600));
+	KT_EXPECT(fdinfo(c.fd, "status-bytes") == (long long)status_size_of(600));
 	KT_EXPECT(configure_watches(c.fd, 8) == 0);
 	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &c.info) == 0);
 	m = mmap(NULL, c.info.status_size, PROT_READ, MAP_SHARED, c.fd, 0);
@@ -432,8 +434,12 @@ static void test_status_configured(void)
 	munmap(p, 9 * pg);
 }
 
-/* A context that never configures: WATCH or mmap allocate the default size. */
-static void test_status_lazy(void)
+/*
+ * CONFIGURE keeps the area when the page count stays: the generation a
+ * failed WATCH gave slot 0 is still there, so the next watch of slot 0
+ * gets the next one.  A new page count is a new, zeroed area.
+ */
+static void test_status_kept(void)
 {
 	uint32_t def = (uint32_t)kt_param("max_watches"), slot;
 	struct kt_ctx c = { .fd = -1 };
@@ -442,40 +448,35 @@ static void test_status_lazy(void)
 	void *m;
 
 	KT_ASSERT(p != NULL);
-	/* WATCH first, then map: the slot word is there */
+	KT_ASSERT(def > 1 && status_size_of(def - 1) == status_size_of(def));
 	c.fd = open_dev();
 	KT_ASSERT(c.fd >= 0);
-	KT_EXPECT(kt_watch(&c, p, pg, 1, 0, &slot, &word) == 0);
-	KT_EXPECT(fdinfo(c.fd, "status-bytes") == (long long)status_size_of(def));
+	/* page 1 of the address space is never mapped: ENOMEM, slot 0 gen 1 */
+	KT_EXPECT(kt_watch(&c, (void *)(uintptr_t)pg, pg, 1, 0, NULL, NULL) == -ENOMEM);
+	KT_EXPECT(configure_watches(c.fd, def - 1) == 0);
 	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &c.info) == 0);
-	KT_EXPECT(c.info.status_size == status_size_of(def));
+	KT_EXPECT(c.info.max_watches == def - 1 && c.info.status_size == status_size_of(def));
 	m = mmap(NULL, c.info.status_size, PROT_READ, MAP_SHARED, c.fd, 0);
 	KT_ASSERT(m != MAP_FAILED);
 	c.st = m;
-	KT_EXPECT(kt_slot(&c, slot) == word && (word & REGCACHE_SLOT_ACTIVE));
-	KT_EXPECT(c.st->max_watches == def);
+	KT_EXPECT(c.st->max_watches == def - 1);
+	KT_EXPECT(kt_watch(&c, p, pg, 2, 0, &slot, &word) == 0);
+	KT_EXPECT(slot == 0 && word == (REGCACHE_SLOT_ACTIVE | 1));
 	kt_close(&c);
 
-	/* GET_INFO then mmap (libregcache's order), then WATCH */
-	KT_ASSERT(kt_open(&c, 0, true) == 0);
-	KT_EXPECT(c.st->max_watches == def);
-	KT_EXPECT(kt_watch(&c, p, pg, 1, 0, &slot, &word) == 0);
-	KT_EXPECT(kt_slot(&c, slot) == word);
-	kt_close(&c);
-
-	/* a failed WATCH allocated the area; CONFIGURE may still resize it */
+	/* the same after a resize: a fresh area, generation 0 */
 	c.fd = open_dev();
 	KT_ASSERT(c.fd >= 0);
 	KT_EXPECT(kt_watch(&c, (void *)(uintptr_t)pg, pg, 1, 0, NULL, NULL) == -ENOMEM);
-	KT_EXPECT(fdinfo(c.fd, "status-bytes") == (long long)status_size_of(def));
 	KT_EXPECT(configure_watches(c.fd, 8) == 0);
-	KT_EXPECT(fdinfo(c.fd, "status-bytes") == 0);
+	KT_EXPECT(fdinfo(c.fd, "status-bytes") == pg);
 	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &c.info) == 0);
-	KT_EXPECT(c.info.status_size == (uint64_t)pg);
 	m = mmap(NULL, c.info.status_size, PROT_READ, MAP_SHARED, c.fd, 0);
 	KT_ASSERT(m != MAP_FAILED);
 	c.st = m;
 	KT_EXPECT(c.st->max_watches == 8);
+	KT_EXPECT(kt_watch(&c, p, pg, 2, 0, &slot, &word) == 0);
+	KT_EXPECT(slot == 0 && word == REGCACHE_SLOT_ACTIVE);
 	kt_close(&c);
 	munmap(p, pg);
 }
@@ -491,7 +492,7 @@ int main(int argc, char **argv)
 	};
 	static const struct kt_case size_cases[] = {
 		{ "sized_by_configure", test_status_configured },
-		{ "lazy_default", test_status_lazy },
+		{ "kept_at_same_size", test_status_kept },
 		{ NULL, NULL },
 	};
 	long long c, w;

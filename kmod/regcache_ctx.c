@@ -18,7 +18,10 @@
 #include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/pid.h>
+#include <linux/pid_namespace.h>
 #include <linux/poll.h>
+#include <linux/proc_fs.h>
 #include <linux/sched/mm.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -71,6 +74,7 @@ static int regcache_status_alloc(struct regcache_status_area *a, size_t size)
 		a->pages[i] = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 		if (!a->pages[i])
 			goto free_pages;
+		cond_resched();	/* up to 2049 pages */
 	}
 	a->status = vmap(a->pages, n, VM_MAP, PAGE_KERNEL);
 	if (!a->status)
@@ -96,6 +100,33 @@ static void regcache_status_free(struct regcache_status_area *a)
 	for (i = 0; i < a->npages; i++)
 		__free_page(a->pages[i]);
 	kvfree(a->pages);
+}
+
+/* What an area holds, as the user's budget is charged (regcache_kv_bytes). */
+static u64 regcache_status_bytes(const struct regcache_status_area *a)
+{
+	return ((u64)a->npages << PAGE_SHIFT) +
+	       regcache_kv_bytes(a->pages, a->npages * sizeof(*a->pages));
+}
+
+/*
+ * Charge the context's user for bytes more of kernel memory, -EDQUOT past
+ * max_user_bytes.  The caller holds ctx->mutex or has the context to
+ * itself (open, release); fdinfo reads ctx->charged without a lock.
+ */
+int regcache_ctx_charge(struct regcache_ctx *ctx, u64 bytes)
+{
+	int ret = regcache_user_charge_bytes(ctx->user, bytes);
+
+	if (!ret)
+		WRITE_ONCE(ctx->charged, ctx->charged + bytes);
+	return ret;
+}
+
+void regcache_ctx_uncharge(struct regcache_ctx *ctx, u64 bytes)
+{
+	regcache_user_uncharge_bytes(ctx->user, bytes);
+	WRITE_ONCE(ctx->charged, ctx->charged - bytes);
 }
 
 /* The context's area as it is now. */
@@ -124,6 +155,11 @@ static void regcache_status_set(struct regcache_ctx *ctx, const struct regcache_
 	regcache_status_sync(ctx);
 }
 
+/*
+ * Everything a context holds is charged to its user's byte budget before
+ * the context is usable: the context itself, its ring and its status
+ * area.  Past max_user_bytes, open() fails with -EDQUOT.
+ */
 static int regcache_open(struct inode *inode, struct file *file)
 {
 	struct regcache_status_area area;
@@ -151,25 +187,35 @@ static int regcache_open(struct inode *inode, struct file *file)
 	spin_lock_init(&ctx->lock);
 	init_waitqueue_head(&ctx->wait);
 	xa_init_flags(&ctx->ranges, XA_FLAGS_ALLOC);
-	ctx->id = atomic64_inc_return(&regcache_next_id);
-	ctx->tgid = task_tgid_nr(current);
-	get_task_comm(ctx->comm, current);
 	ctx->strict = READ_ONCE(regcache_strict);
 
+	ret = regcache_ctx_charge(ctx, kmalloc_size_roundup(sizeof(*ctx)));
+	if (ret)
+		goto put_user;
+	ret = regcache_ring_alloc(&ctx->ring, READ_ONCE(regcache_ring_entries));
+	if (ret)
+		goto uncharge;
+	ret = regcache_ctx_charge(ctx, regcache_ring_bytes(&ctx->ring));
+	if (ret)
+		goto free_ring;
 	/*
 	 * The status area exists from open() to release(), at the size of
 	 * the max_watches parameter until CONFIGURE chooses another: mmap,
 	 * which runs under mmap_lock held for writing, never allocates.
 	 */
 	watches = READ_ONCE(regcache_max_watches);
-	ret = regcache_ring_alloc(&ctx->ring, READ_ONCE(regcache_ring_entries));
-	if (ret)
-		goto put_user;
 	ret = regcache_status_alloc(&area, regcache_status_size(watches));
 	if (ret)
 		goto free_ring;
+	ret = regcache_ctx_charge(ctx, regcache_status_bytes(&area));
+	if (ret)
+		goto free_area;
 	regcache_status_set(ctx, &area, watches);
 
+	ctx->id = atomic64_inc_return(&regcache_next_id);
+	ctx->pid = get_pid(task_tgid(current));
+	ctx->tgid = task_tgid_nr(current);
+	get_task_comm(ctx->comm, current);
 	mmgrab(current->mm);
 	ctx->mm = current->mm;
 	file->private_data = ctx;
@@ -177,8 +223,12 @@ static int regcache_open(struct inode *inode, struct file *file)
 	atomic_inc(&regcache_stats.contexts);
 	return 0;
 
+free_area:
+	regcache_status_free(&area);
 free_ring:
 	regcache_ring_free(&ctx->ring);
+uncharge:
+	regcache_ctx_uncharge(ctx, ctx->charged);
 put_user:
 	regcache_user_put(ctx->user);
 free_ctx:
@@ -201,7 +251,10 @@ static int regcache_release(struct inode *inode, struct file *file)
 	/* The last reference: no mapping is left (a vma holds the file). */
 	regcache_status_get(ctx, &a);
 	regcache_status_free(&a);
+	/* the watches gave theirs back: this is the context, ring and area */
+	regcache_ctx_uncharge(ctx, ctx->charged);
 	regcache_user_put(ctx->user);
+	put_pid(ctx->pid);
 	mmdrop(ctx->mm);
 	kfree(ctx);
 	return 0;
@@ -226,6 +279,7 @@ static int regcache_ioc_get_info(struct regcache_ctx *ctx, void __user *uarg)
 	spin_unlock(&ctx->lock);
 	info.max_pinned_bytes = READ_ONCE(regcache_max_pinned_bytes);
 	info.event_size = sizeof(struct regcache_event);
+	info.features = REGCACHE_FEATURES;
 	if (copy_to_user(uarg, &info, sizeof(info)))
 		return -EFAULT;
 	return 0;
@@ -241,10 +295,11 @@ static int regcache_ioc_get_info(struct regcache_ctx *ctx, void __user *uarg)
  */
 static int regcache_ioc_configure(struct regcache_ctx *ctx, void __user *uarg)
 {
-	struct regcache_status_area area = { NULL };
+	struct regcache_status_area area = { NULL }, cur;
 	struct regcache_ring ring, old;
 	struct regcache_config cfg;
-	u32 entries, watches, cap;
+	u64 new_bytes, old_bytes;
+	u32 entries, watches;
 	bool strict, resize;
 	int ret;
 
@@ -252,14 +307,17 @@ static int regcache_ioc_configure(struct regcache_ctx *ctx, void __user *uarg)
 		return -EFAULT;
 	if (cfg.flags || memchr_inv(cfg.reserved, 0, sizeof(cfg.reserved)))
 		return -EINVAL;
-	entries = cfg.ring_entries ? cfg.ring_entries : READ_ONCE(regcache_ring_entries);
-	if (entries > REGCACHE_RING_LIMIT)
+	/* The module parameters are both the defaults and the caps. */
+	entries = READ_ONCE(regcache_ring_entries);
+	if (cfg.ring_entries > entries)
 		return -EINVAL;
-	/* The module parameter is both the default and the cap. */
-	cap = READ_ONCE(regcache_max_watches);
-	watches = cfg.max_watches ? cfg.max_watches : cap;
-	if (watches > cap)
+	if (cfg.ring_entries)
+		entries = cfg.ring_entries;
+	watches = READ_ONCE(regcache_max_watches);
+	if (cfg.max_watches > watches)
 		return -EINVAL;
+	if (cfg.max_watches)
+		watches = cfg.max_watches;
 	switch (cfg.strict) {
 	case REGCACHE_STRICT_DEFAULT:
 		strict = READ_ONCE(regcache_strict);
@@ -290,9 +348,23 @@ static int regcache_ioc_configure(struct regcache_ctx *ctx, void __user *uarg)
 		if (ret)
 			goto free_ring;
 	}
+	/*
+	 * The budget is charged the difference: both rings (and areas) are
+	 * held only until this call returns.
+	 */
+	regcache_status_get(ctx, &cur);
+	new_bytes = regcache_ring_bytes(&ring) + (resize ? regcache_status_bytes(&area) : 0);
+	old_bytes = regcache_ring_bytes(&ctx->ring) + (resize ? regcache_status_bytes(&cur) : 0);
+	if (new_bytes > old_bytes) {
+		ret = regcache_ctx_charge(ctx, new_bytes - old_bytes);
+		if (ret)
+			goto free_area;
+	}
 	spin_lock(&ctx->lock);
 	if (ctx->frozen) {
 		spin_unlock(&ctx->lock);
+		if (new_bytes > old_bytes)
+			regcache_ctx_uncharge(ctx, new_bytes - old_bytes);
 		ret = -EBUSY;
 		goto free_area;
 	}
@@ -301,16 +373,16 @@ static int regcache_ioc_configure(struct regcache_ctx *ctx, void __user *uarg)
 	ctx->strict = strict;
 	if (resize) {
 		/* Not mapped, no watch lives: nothing refers to the old area. */
-		struct regcache_status_area new = area;
-
-		regcache_status_get(ctx, &area);
-		regcache_status_set(ctx, &new, watches);
+		regcache_status_set(ctx, &area, watches);
+		area = cur;
 	} else {
 		ctx->max_watches = watches;
 		ctx->status->max_watches = watches;
 		regcache_status_sync(ctx);
 	}
 	spin_unlock(&ctx->lock);
+	if (new_bytes < old_bytes)
+		regcache_ctx_uncharge(ctx, old_bytes - new_bytes);
 	ring = old;
 free_area:
 	regcache_status_free(&area);
@@ -321,15 +393,22 @@ unlock:
 	return ret;
 }
 
+/*
+ * ctx->mutex is taken killably by every ioctl: its holder may wait for
+ * mmap_lock or for the mm's invalidations (WATCH, UNWATCH), and another
+ * thread queued behind it must stay killable.
+ */
 static int regcache_ioc_watch(struct regcache_ctx *ctx, void __user *uarg)
 {
 	struct regcache_watch w;
+	bool fresh;
 	int ret;
 
 	if (copy_from_user(&w, uarg, sizeof(w)))
 		return -EFAULT;
-	mutex_lock(&ctx->mutex);
-	ret = regcache_watch(ctx, &w);
+	if (mutex_lock_killable(&ctx->mutex))
+		return -EINTR;
+	ret = regcache_watch(ctx, &w, &fresh);
 	mutex_unlock(&ctx->mutex);
 	if (ret)
 		return ret;
@@ -339,10 +418,15 @@ static int regcache_ioc_watch(struct regcache_ctx *ctx, void __user *uarg)
 	 * the context's other threads (nor the release of an exiting one).
 	 */
 	if (copy_to_user(uarg, &w, sizeof(w))) {
-		/* The caller could never learn the slot: undo it. */
-		mutex_lock(&ctx->mutex);
-		regcache_unwatch(ctx, w.slot, w.cookie);
-		mutex_unlock(&ctx->mutex);
+		/*
+		 * The caller could never learn the slot: undo a new watch (an
+		 * existing one it returned is the caller's already).
+		 */
+		if (fresh) {
+			mutex_lock(&ctx->mutex);
+			regcache_unwatch(ctx, w.slot, w.cookie, w.slot_word);
+			mutex_unlock(&ctx->mutex);
+		}
 		return -EFAULT;
 	}
 	return 0;
@@ -351,13 +435,16 @@ static int regcache_ioc_watch(struct regcache_ctx *ctx, void __user *uarg)
 /*
  * The array is copied in whole before ctx->mutex is taken and copied out
  * after it is dropped (see regcache_ioc_watch), at most
- * REGCACHE_BATCH_MAX * 64 bytes = 256 KiB, charged to the caller.
+ * REGCACHE_BATCH_MAX * 64 bytes = 256 KiB, charged to the caller's memory
+ * cgroup and held only during the call.
  */
 static int regcache_ioc_watch_batch(struct regcache_ctx *ctx, void __user *uarg)
 {
 	struct regcache_watch_batch b;
 	struct regcache_watch __user *uw;
 	struct regcache_watch *w;
+	unsigned long *fresh;
+	bool is_new;
 	int ret = 0;
 	u32 i, j;
 
@@ -370,37 +457,51 @@ static int regcache_ioc_watch_batch(struct regcache_ctx *ctx, void __user *uarg)
 	uw = u64_to_user_ptr(b.watches);
 
 	w = kvmalloc_array(b.count, sizeof(*w), GFP_KERNEL_ACCOUNT);
-	if (!w)
-		return -ENOMEM;
+	/* which elements made a new watch: only those are undone */
+	fresh = bitmap_zalloc(b.count, GFP_KERNEL_ACCOUNT);
+	i = 0;
+	if (!w || !fresh) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	if (copy_from_user(w, uw, b.count * sizeof(*w))) {
 		ret = -EFAULT;
-		i = 0;
 		goto out;
 	}
 
-	mutex_lock(&ctx->mutex);
+	if (mutex_lock_killable(&ctx->mutex)) {
+		ret = -EINTR;
+		goto out;
+	}
 	for (i = 0; i < b.count; i++) {
-		ret = regcache_watch(ctx, &w[i]);
+		ret = regcache_watch(ctx, &w[i], &is_new);
 		if (ret)
 			break;
+		if (is_new)
+			__set_bit(i, fresh);
 		if (fatal_signal_pending(current)) {
 			ret = -EINTR;
 			i++;
 			break;
 		}
+		cond_resched();
 	}
 	mutex_unlock(&ctx->mutex);
 
 	if (i && copy_to_user(uw, w, i * sizeof(*w))) {
-		/* The caller could never learn the slots: undo them all. */
+		/* The caller could never learn the slots: undo the new ones. */
 		mutex_lock(&ctx->mutex);
-		for (j = 0; j < i; j++)
-			regcache_unwatch(ctx, w[j].slot, w[j].cookie);
+		for (j = 0; j < i; j++) {
+			if (test_bit(j, fresh))
+				regcache_unwatch(ctx, w[j].slot, w[j].cookie, w[j].slot_word);
+			cond_resched();
+		}
 		mutex_unlock(&ctx->mutex);
 		ret = -EFAULT;
 		i = 0;
 	}
 out:
+	bitmap_free(fresh);
 	kvfree(w);
 	b.done = i;
 	if (copy_to_user(uarg, &b, sizeof(b)))
@@ -417,8 +518,9 @@ static int regcache_ioc_unwatch(struct regcache_ctx *ctx, void __user *uarg)
 		return -EFAULT;
 	if (u.flags || memchr_inv(u.reserved, 0, sizeof(u.reserved)))
 		return -EINVAL;
-	mutex_lock(&ctx->mutex);
-	ret = regcache_unwatch(ctx, u.slot, u.cookie);
+	if (mutex_lock_killable(&ctx->mutex))
+		return -EINTR;
+	ret = regcache_unwatch(ctx, u.slot, u.cookie, u.slot_word);
 	mutex_unlock(&ctx->mutex);
 	return ret;
 }
@@ -454,8 +556,13 @@ static int regcache_ioc_flush(struct regcache_ctx *ctx, void __user *uarg)
 		return -EFAULT;
 	if (f.flags || f.reserved0 || memchr_inv(f.reserved, 0, sizeof(f.reserved)))
 		return -EINVAL;
-	/* read_mutex: a reader between peek and pop never loses its record. */
-	mutex_lock(&ctx->read_mutex);
+	/*
+	 * read_mutex: a reader between peek and pop never loses its record.
+	 * A reader holds it across copy_to_user(), which may wait on
+	 * userfaultfd indefinitely: wait for it interruptibly.
+	 */
+	if (mutex_lock_interruptible(&ctx->read_mutex))
+		return -ERESTARTSYS;
 	ret = regcache_ctx_flush_events(ctx, f.events_seen);
 	mutex_unlock(&ctx->read_mutex);
 	return ret;
@@ -481,7 +588,8 @@ static long regcache_ioctl(struct file *file, unsigned int cmd, unsigned long ar
 	case REGCACHE_IOC_UNWATCH:
 		return regcache_ioc_unwatch(ctx, uarg);
 	case REGCACHE_IOC_UNWATCH_ALL:
-		mutex_lock(&ctx->mutex);
+		if (mutex_lock_killable(&ctx->mutex))
+			return -EINTR;
 		regcache_unwatch_all(ctx);
 		mutex_unlock(&ctx->mutex);
 		return 0;
@@ -528,6 +636,10 @@ static ssize_t regcache_read_records(struct regcache_ctx *ctx, char __user *buf,
 		regcache_status_sync(ctx);
 		spin_unlock(&ctx->lock);
 		done += sizeof(ev);
+		/* a buffer for the whole ring is up to 1048576 records */
+		if (fatal_signal_pending(current))
+			break;
+		cond_resched();
 	}
 	return done;
 }
@@ -677,15 +789,24 @@ static int regcache_mmap(struct file *file, struct vm_area_struct *vma)
  * /proc/PID/fdinfo/FD: the context behind the fd, one "key:\tvalue" per
  * line.  Visible to whoever may open the holder's /proc/PID/fd (the
  * owner and root), which is what keeps one user's activity from another;
- * regcachectl(8) lists contexts from here.  regcache-mm-pinned-bytes is
- * the owner mm's pinned_vm: what every long-term pinner (ib_umem,
- * io_uring, ...) charged, not what WATCH callers declared.
+ * regcachectl(8) lists contexts from here.
+ *
+ * regcache-pid is the opener as the reader's /proc names it: the pid
+ * namespace of the procfs instance being read, as for a pidfd's fdinfo;
+ * 0 when the opener is not in that namespace or has exited.
+ *
+ * regcache-mm-pinned-bytes is the owner mm's pinned_vm, not what WATCH
+ * callers declared: what the long-term pinners that charge pinned_vm
+ * hold - RDMA registrations (ib_umem, and hfi1, qib, usnic, siw), io_uring
+ * fixed buffers, vhost-vdpa and VDUSE, perf buffers past the mlock limit.
+ * VFIO type1 and mlock() charge locked_vm instead and are not in it.
  */
 static void regcache_show_fdinfo(struct seq_file *m, struct file *file)
 {
 	struct regcache_ctx *ctx = file->private_data;
 	char comm[TASK_COMM_LEN];
 	u64 pinned, events, overflows, mm_pinned;
+	pid_t pid = 0;
 	u32 watches, max_watches, pending, entries;
 	size_t status_bytes;
 	bool strict;
@@ -704,6 +825,8 @@ static void regcache_show_fdinfo(struct seq_file *m, struct file *file)
 	spin_unlock(&ctx->lock);
 	/* mmgrab keeps the mm_struct, so the counter is readable after exit. */
 	mm_pinned = (u64)atomic64_read(&ctx->mm->pinned_vm) << PAGE_SHIFT;
+	if (pid_has_task(ctx->pid, PIDTYPE_TGID))
+		pid = pid_nr_ns(ctx->pid, proc_pid_ns(file_inode(m->file)->i_sb));
 
 	memcpy(comm, ctx->comm, sizeof(comm));
 	comm[sizeof(comm) - 1] = '\0';
@@ -712,7 +835,7 @@ static void regcache_show_fdinfo(struct seq_file *m, struct file *file)
 			comm[i] = '?';
 
 	seq_printf(m, "regcache-id:\t%llu\n", ctx->id);
-	seq_printf(m, "regcache-pid:\t%d\n", ctx->tgid);
+	seq_printf(m, "regcache-pid:\t%d\n", pid);
 	seq_printf(m, "regcache-comm:\t%s\n", comm);
 	seq_printf(m, "regcache-watches:\t%u\n", watches);
 	seq_printf(m, "regcache-max-watches:\t%u\n", max_watches);
@@ -724,6 +847,9 @@ static void regcache_show_fdinfo(struct seq_file *m, struct file *file)
 	seq_printf(m, "regcache-overflows:\t%llu\n", overflows);
 	seq_printf(m, "regcache-ring-entries:\t%u\n", entries);
 	seq_printf(m, "regcache-strict:\t%d\n", strict);
+	/* kernel memory: this context's, then its user's over all contexts */
+	seq_printf(m, "regcache-bytes:\t%llu\n", READ_ONCE(ctx->charged));
+	regcache_user_show(m, ctx->user);
 }
 
 const struct file_operations regcache_fops = {

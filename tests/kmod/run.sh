@@ -1,11 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
-# run.sh [-d DIR] [PROGRAM...]: run regcache.ko's selftests (default: all
-# of them, from DIR, default this folder) against the loaded module and
-# print TAP: one point per program, its own TAP indented under it
-# ("#   ok 3 - kmod_abi/watch_bad_len"), as kselftest's runner nests
-# subtests.  A program that exits 77 is a skipped point with the reason
+# run.sh [-d DIR] [PROGRAM...]: run regcache.ko's selftests (default:
+# every test_kmod_* program in DIR, default this folder) against the
+# loaded module and print TAP: one point per program, its own TAP
+# indented under it ("#   ok 3 - kmod_abi/watch_bad_len"), as
+# kselftest's runner nests subtests.  A program that exits 77 is a skipped point with the reason
 # it printed.  Exit status 0 when no program failed, else 1.
 # Run as root, after `make -C tests/kmod` and `insmod regcache.ko`.
 dir=$(dirname "$0")
@@ -13,9 +13,12 @@ if [ "${1:-}" = -d ]; then
 	dir=$2
 	shift 2
 fi
-[ $# -gt 0 ] || set -- test_kmod_abi test_kmod_sem test_kmod_mm test_kmod_inval \
-	test_kmod_isolation test_kmod_overflow test_kmod_fuzz test_kmod_stress \
-	test_kmod_limits
+if [ $# = 0 ]; then
+	for f in "$dir"/test_kmod_*; do
+		case $f in *.c | *.h) continue ;; esac
+		[ -x "$f" ] && set -- "$@" "${f##*/}"
+	done
+fi
 
 echo "TAP version 13"
 echo "1..$#"

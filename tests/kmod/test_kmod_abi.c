@@ -56,15 +56,18 @@ static void test_get_info(void)
 	KT_EXPECT(info.status_size % pg == 0);
 	KT_EXPECT(info.strict == kt_param("strict"));
 	KT_EXPECT(info.event_size == sizeof(struct regcache_event));
+	KT_EXPECT(info.features == (REGCACHE_FEATURE_UNWATCH_WORD | REGCACHE_FEATURE_WATCH_SAME));
 
 	info.flags = 1;
 	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &info) == -EINVAL);
 	info.flags = 0;
 	/* outputs are ignored on input: a filled struct can be passed again */
 	info.event_size = 1;
+	info.features = ~0ULL;
 	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &info) == 0);
 	KT_EXPECT(info.event_size == sizeof(struct regcache_event));
-	info.reserved[3] = 1;
+	KT_EXPECT(info.features == (REGCACHE_FEATURE_UNWATCH_WORD | REGCACHE_FEATURE_WATCH_SAME));
+	info.reserved[2] = 1;
 	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &info) == -EINVAL);
 	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, NULL) == -EFAULT);
 	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, (void *)KADDR) == -EFAULT);
@@ -94,6 +97,9 @@ static void test_configure(void)
 	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_CONFIGURE, &cfg) == -EINVAL);
 	cfg.strict = 0;
 	cfg.ring_entries = (1U << 20) + 1;
+	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_CONFIGURE, &cfg) == -EINVAL);
+	/* ring_entries: the module parameter is the cap as well */
+	cfg.ring_entries = (uint32_t)kt_param("ring_entries") + 1;
 	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_CONFIGURE, &cfg) == -EINVAL);
 	cfg.ring_entries = 16;
 	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_CONFIGURE, &cfg) == 0);
@@ -361,6 +367,26 @@ static void test_unwatch(void)
 	KT_EXPECT(kt_unwatch(&c, slot, 7) == 0);
 	KT_EXPECT(kt_unwatch(&c, slot, 7) == -ENOENT);			/* double */
 
+	/*
+	 * The slot is reused by a newer watch with the same cookie: an
+	 * UNWATCH that names the old watch's word is stale and fails, the
+	 * newer watch stays; its own word releases it.  (slot_word 0 matches
+	 * by slot and cookie only, as ABI 2 first did.)
+	 */
+	{
+		uint32_t slot2;
+		uint64_t word2;
+
+		KT_EXPECT(kt_watch(&c, p, pg, 7, 0, &slot2, &word2) == 0);
+		KT_EXPECT(slot2 == slot && word2 != word);
+		KT_EXPECT(kt_unwatch_word(&c, slot, 7, word) == -ENOENT);
+		KT_EXPECT(kt_slot(&c, slot) == word2);
+		KT_EXPECT(kt_unwatch_word(&c, slot, 7, word2) == 0);
+		KT_EXPECT(kt_unwatch_word(&c, slot, 7, word2) == -ENOENT);
+		KT_EXPECT(kt_watch(&c, p, pg, 7, 0, &slot2, &word2) == 0);
+		KT_EXPECT(kt_unwatch_word(&c, slot2, 7, 0) == 0);
+	}
+
 	/* an invalidated slot is unwatched normally */
 	KT_EXPECT(kt_watch(&c, p, pg, 9, 0, &slot, &word) == 0);
 	KT_EXPECT(madvise(p, pg, MADV_DONTNEED) == 0);
@@ -370,6 +396,48 @@ static void test_unwatch(void)
 		  (word & REGCACHE_SLOT_GEN_MASK) + 2);
 	kt_close(&c);
 	munmap(p, pg);
+}
+
+/*
+ * An identical WATCH (addr, len, cookie, pinned_bytes) of a live watch
+ * returns that watch: same slot and word, no second watch, one UNWATCH
+ * releases it.  Any input different, or the first watch invalidated: a
+ * new watch.
+ */
+static void test_watch_same(void)
+{
+	struct regcache_ctx_stats s;
+	uint32_t slot, slot2, slot3;
+	uint64_t word, word2, word3;
+	char *p = kt_map_pages(2);
+	struct kt_ctx c;
+
+	KT_ASSERT(p != NULL);
+	KT_ASSERT(kt_open(&c, 0, true) == 0);
+	KT_EXPECT(kt_watch(&c, p, pg, 5, pg, &slot, &word) == 0);
+	KT_EXPECT(kt_watch(&c, p, pg, 5, pg, &slot2, &word2) == 0);
+	KT_EXPECT(slot2 == slot && word2 == word);
+	KT_EXPECT(kt_stats(&c, &s) == 0);
+	KT_EXPECT(s.watches == 1 && s.watch_calls == 2 && s.pinned_bytes == (uint64_t)pg);
+	/* a different cookie, length or pinned count is another watch */
+	KT_EXPECT(kt_watch(&c, p, pg, 6, pg, &slot3, NULL) == 0 && slot3 != slot);
+	KT_EXPECT(kt_watch(&c, p, 2 * pg, 5, pg, &slot3, NULL) == 0 && slot3 != slot);
+	KT_EXPECT(kt_watch(&c, p, pg, 5, 0, &slot3, NULL) == 0 && slot3 != slot);
+	KT_EXPECT(kt_stats(&c, &s) == 0 && s.watches == 4);
+	/* one UNWATCH releases it */
+	KT_EXPECT(kt_unwatch_word(&c, slot, 5, word) == 0);
+	KT_EXPECT(kt_unwatch_word(&c, slot, 5, word) == -ENOENT);
+	/* once invalidated, the same inputs make a new watch */
+	KT_EXPECT(kt_watch(&c, p + pg, pg, 9, 0, &slot, &word) == 0);
+	KT_EXPECT(madvise(p + pg, pg, MADV_DONTNEED) == 0);
+	KT_EXPECT(kt_slot(&c, slot) != word);
+	KT_EXPECT(kt_watch(&c, p + pg, pg, 9, 0, &slot3, &word3) == 0);
+	KT_EXPECT(slot3 != slot && kt_slot(&c, slot3) == word3);
+	/* and that one is found again, not the invalidated one */
+	KT_EXPECT(kt_watch(&c, p + pg, pg, 9, 0, &slot2, &word2) == 0);
+	KT_EXPECT(slot2 == slot3 && word2 == word3);
+	kt_close(&c);
+	munmap(p, 2 * pg);
 }
 
 static void test_stats_flush_read(void)
@@ -555,6 +623,7 @@ int main(int argc, char **argv)
 		{ "pin_cap", test_pin_cap },
 		{ "watch_batch", test_batch },
 		{ "unwatch", test_unwatch },
+		{ "watch_same", test_watch_same },
 		{ "stats_flush_read", test_stats_flush_read },
 		{ "blocking_wakeup", test_blocking_wakeup },
 		{ "unknown_ioctl", test_unknown_ioctl },

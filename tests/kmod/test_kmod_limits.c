@@ -23,8 +23,6 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,42 +48,6 @@ static int open_dev(void)
 	int fd = open(REGCACHE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 
 	return fd < 0 ? -errno : fd;
-}
-
-/* Fork a child that drops to uid and exits with fn()'s result (0 = good). */
-static pid_t spawn_as(uid_t uid, int (*fn)(int *), int *arg)
-{
-	pid_t pid = fork();
-
-	if (pid)
-		return pid;
-	alarm(CHILD_TIMEOUT_S);
-	if (setgroups(0, NULL) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
-		_exit(100);
-	_exit(fn(arg));
-}
-
-/* The child's exit status, 200 + signal if it was killed, -1 if lost. */
-static int reap(pid_t pid)
-{
-	int st;
-
-	if (pid < 0 || waitpid(pid, &st, 0) != pid)
-		return -1;
-	if (WIFSIGNALED(st))
-		return 200 + WTERMSIG(st);
-	return WEXITSTATUS(st);
-}
-
-/* Wait (bounded) for one byte on fd: 0, or -1. */
-static int wait_byte(int fd)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	char ch;
-
-	if (poll(&p, 1, CHILD_TIMEOUT_S * 1000) != 1)
-		return -1;
-	return read(fd, &ch, 1) == 1 ? 0 : -1;
 }
 
 static int say(int fd)
@@ -130,7 +92,7 @@ static int contexts_at_limit(int *io)
 	fd = open_dev();
 	if (fd != -EMFILE)
 		return 2;
-	if (say(io[1]) || wait_byte(io[0]))
+	if (say(io[1]) || kt_wait_byte(io[0], CHILD_TIMEOUT_S))
 		return 3;
 	close(fds[0]);
 	fds[0] = open_dev();
@@ -178,17 +140,17 @@ static void held_then_freed(int (*hold)(int *), int (*quota)(int *), const char 
 	KT_ASSERT(pipe(go) == 0 && pipe(ready) == 0);
 	io[0] = go[0];
 	io[1] = ready[1];
-	a = spawn_as(UID_A, hold, io);
+	a = kt_spawn_as(UID_A, CHILD_TIMEOUT_S, hold, io);
 	KT_ASSERT(a > 0);
-	KT_EXPECT(wait_byte(ready[0]) == 0);
-	KT_EXPECT(reap(spawn_as(UID_B, quota, NULL)) == 0);
+	KT_EXPECT(kt_wait_byte(ready[0], CHILD_TIMEOUT_S) == 0);
+	KT_EXPECT(kt_reap(kt_spawn_as(UID_B, CHILD_TIMEOUT_S, quota, NULL)) == 0);
 	KT_EXPECT(quota(NULL) == 0);
 	KT_EXPECT(say(go[1]) == 0);
-	ret = reap(a);
+	ret = kt_reap(a);
 	if (ret)
 		kt_diag("uid %d %s: step %d failed", UID_A, what, ret);
 	KT_EXPECT(ret == 0);
-	KT_EXPECT(reap(spawn_as(UID_A, quota, NULL)) == 0);
+	KT_EXPECT(kt_reap(kt_spawn_as(UID_A, CHILD_TIMEOUT_S, quota, NULL)) == 0);
 	close(go[0]);
 	close(go[1]);
 	close(ready[0]);
@@ -282,7 +244,7 @@ static int watches_at_limit(int *io)
 		return 9;
 	if (kt_watch(&c1, p + max_watch * pg, pg, 999, 0, NULL, NULL) != -ENOSPC)
 		return 10;
-	if (say(io[1]) || wait_byte(io[0]))
+	if (say(io[1]) || kt_wait_byte(io[0], CHILD_TIMEOUT_S))
 		return 11;
 	return 0;	/* exit with max_watch watches held */
 }
@@ -357,7 +319,7 @@ static void test_sysfs_root_only(void)
 		KT_EXPECT(stat(path, &st) == 0 && (st.st_mode & 0777) == 0400);
 		KT_EXPECT(kt_sysfs(counters[i]) >= 0);	/* root reads them */
 	}
-	KT_EXPECT(reap(spawn_as(UID_A, sysfs_as_user, NULL)) == 0);
+	KT_EXPECT(kt_reap(kt_spawn_as(UID_A, CHILD_TIMEOUT_S, sysfs_as_user, NULL)) == 0);
 }
 
 static uint64_t status_size_of(uint32_t watches)

@@ -6,15 +6,20 @@
  * sequence, a failed WATCH that leaves CONFIGURE open, strictness chosen
  * per context, a stream fd, the status mapping (re-faulted after
  * MADV_DONTNEED, never inherited even after MADV_DOFORK, never
- * executable, never pinned by GUP), fdinfo, and an fd inherited across
- * exec.  Needs root and regcache.ko.
+ * executable, never pinned by GUP), fdinfo (its pid as the reader's pid
+ * namespace names it), an fd inherited across exec, and a FLUSH that a
+ * signal frees while read() is stuck in a userfaultfd fault.  Needs root
+ * and regcache.ko.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* process_vm_readv */
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +27,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -376,6 +383,95 @@ static void test_fdinfo(void)
 	KT_EXPECT(kt_fdinfo(c.fd, "pending", &v) == 0 && v == 2);
 	KT_EXPECT(kt_fdinfo(c.fd, "overflows", &v) == 0 && v == 0);
 	KT_EXPECT(kt_fdinfo(c.fd, "id", &v) == 0 && v > 0);
+	/* kernel memory: at least the status area; the user's total is no less */
+	KT_EXPECT(kt_fdinfo(c.fd, "bytes", &v) == 0 && v > (long long)c.info.status_size);
+	KT_EXPECT(kt_fdinfo(c.fd, "user", &v) == 0 && v == (long long)geteuid());
+	KT_EXPECT(kt_fdinfo(c.fd, "user-max-bytes", &v) == 0 && v == kt_param("max_user_bytes"));
+	kt_close(&c);
+}
+
+/*
+ * In a child pid namespace (pid 1 there), with a procfs of that
+ * namespace: its own context's regcache-pid is 1 there and its global
+ * number in the initial /proc; a context opened by a process outside the
+ * namespace (inherited across fork) shows pid 0 there.  Exit status 0,
+ * or the number of the check that failed.
+ */
+static int pidns_grandchild(int outside_fd)
+{
+	char dir[] = "/tmp/kt-pidns-XXXXXX", path[128], self[32];
+	long long v;
+	ssize_t n;
+	int fd, ret = 0;
+
+	if (getpid() != 1)
+		return 2;
+	if (mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		return 3;
+	if (!mkdtemp(dir))
+		return 4;
+	if (mount("proc", dir, "proc", 0, NULL)) {
+		rmdir(dir);
+		return 5;
+	}
+	fd = open(REGCACHE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		ret = 6;
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/self/fdinfo/%d", dir, fd);
+	if (kt_fdinfo_path(path, "pid", &v) || v != 1)
+		ret = 7;
+	/* the initial namespace's /proc names our global pid */
+	n = readlink("/proc/self", self, sizeof(self) - 1);
+	if (n <= 0)
+		ret = 8;
+	else
+		self[n] = '\0';
+	if (!ret && (kt_fdinfo(fd, "pid", &v) || v != atoll(self) || v == 1))
+		ret = 9;
+	snprintf(path, sizeof(path), "%s/self/fdinfo/%d", dir, outside_fd);
+	if (!ret && (kt_fdinfo_path(path, "pid", &v) || v != 0))
+		ret = 10;
+	close(fd);
+out:
+	umount(dir);
+	rmdir(dir);
+	return ret;
+}
+
+static void test_fdinfo_pid_namespace(void)
+{
+	struct kt_ctx c;
+	pid_t pid;
+	int st;
+
+	/* not O_CLOEXEC: the grandchild inherits it */
+	memset(&c, 0, sizeof(c));
+	c.fd = open(REGCACHE_DEVICE_PATH, O_RDWR);
+	KT_ASSERT(c.fd >= 0);
+	pid = fork();
+	KT_ASSERT(pid >= 0);
+	if (!pid) {
+		pid_t g;
+
+		alarm(60);
+		if (unshare(CLONE_NEWPID | CLONE_NEWNS))
+			_exit(errno == EPERM || errno == EINVAL ? 77 : 1);
+		g = fork();
+		if (g < 0)
+			_exit(1);
+		if (!g)
+			_exit(pidns_grandchild(c.fd));
+		_exit(kt_reap(g));
+	}
+	st = kt_reap(pid);
+	if (st == 77)
+		kt_skip("no pid namespaces here");
+	else
+		KT_EXPECT(st == 0);
+	if (st && st != 77)
+		kt_diag("pid namespace check %d failed", st);
 	kt_close(&c);
 }
 
@@ -445,6 +541,117 @@ static void test_exec_inherited_fd(void)
 	KT_EXPECT(kt_sysfs("watches") == base_w);
 }
 
+struct stuck_call {
+	int fd;
+	void *buf;
+	pthread_t th;
+	int ret;		/* 0 or -errno; written before done */
+	int done;		/* atomic */
+};
+
+static void *stuck_read(void *arg)
+{
+	struct stuck_call *r = arg;
+	ssize_t n = read(r->fd, r->buf, sizeof(struct regcache_event));
+
+	r->ret = n == (ssize_t)sizeof(struct regcache_event) ? 0 : n < 0 ? -errno : -EIO;
+	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void *stuck_flush(void *arg)
+{
+	struct stuck_call *f = arg;
+	struct regcache_flush fl = { .events_seen = 0 };
+
+	f->ret = kt_ioctl(f->fd, REGCACHE_IOC_FLUSH, &fl);
+	__atomic_store_n(&f->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static bool finished_within(const struct stuck_call *c, int ms)
+{
+	for (; ms > 0; ms -= 10) {
+		if (__atomic_load_n(&c->done, __ATOMIC_ACQUIRE))
+			return true;
+		usleep(10 * 1000);
+	}
+	return __atomic_load_n(&c->done, __ATOMIC_ACQUIRE);
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * read() holds the read mutex while it copies a record out; a userfaultfd
+ * that nobody serves keeps it there as long as it likes.  A FLUSH from
+ * another thread waits for that mutex, and must be interruptible: a
+ * signal (no SA_RESTART) ends it with EINTR.  Then the fault is served
+ * and the read completes.
+ */
+static void test_flush_interruptible(void)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { 0 };
+	struct uffdio_zeropage zero = { 0 };
+	struct sigaction sa = { .sa_handler = on_usr1 }, old;
+	struct stuck_call r = { 0 }, f = { 0 };
+	struct pollfd pfd;
+	struct kt_ctx c;
+	char *p = kt_map_pages(1), *buf;
+	int uffd;
+
+	KT_ASSERT(p != NULL);
+	uffd = (int)syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (uffd < 0) {
+		kt_skip("userfaultfd: %s", strerror(errno));
+		munmap(p, pg);
+		return;
+	}
+	KT_ASSERT(ioctl(uffd, UFFDIO_API, &api) == 0);
+	buf = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	KT_ASSERT(buf != MAP_FAILED);
+	reg.range.start = (uintptr_t)buf;
+	reg.range.len = pg;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	KT_ASSERT(ioctl(uffd, UFFDIO_REGISTER, &reg) == 0);
+
+	KT_ASSERT(open_cfg(&c, 16, REGCACHE_STRICT_DEFAULT) == 0);
+	KT_EXPECT(kt_watch(&c, p, pg, 1, 0, NULL, NULL) == 0);
+	KT_EXPECT(munmap(p, pg) == 0);		/* one event to read */
+
+	r.fd = f.fd = c.fd;
+	r.buf = buf;
+	KT_ASSERT(pthread_create(&r.th, NULL, stuck_read, &r) == 0);
+	/* the reader is in the fault once the uffd has its message */
+	pfd.fd = uffd;
+	pfd.events = POLLIN;
+	KT_EXPECT(poll(&pfd, 1, 10000) == 1);
+	KT_EXPECT(sigaction(SIGUSR1, &sa, &old) == 0);	/* no SA_RESTART */
+	KT_ASSERT(pthread_create(&f.th, NULL, stuck_flush, &f) == 0);
+	KT_EXPECT(!finished_within(&f, 300));	/* it waits for the mutex */
+	KT_EXPECT(pthread_kill(f.th, SIGUSR1) == 0);
+	KT_EXPECT(finished_within(&f, 10000));
+	KT_EXPECT(f.ret == -EINTR);
+	KT_EXPECT(!__atomic_load_n(&r.done, __ATOMIC_ACQUIRE));
+
+	/* serve the fault: the read completes, a FLUSH gets the mutex again */
+	zero.range.start = (uintptr_t)buf;
+	zero.range.len = pg;
+	KT_EXPECT(ioctl(uffd, UFFDIO_ZEROPAGE, &zero) == 0);
+	pthread_join(r.th, NULL);
+	pthread_join(f.th, NULL);
+	KT_EXPECT(r.ret == 0);
+	KT_EXPECT(((struct regcache_event *)buf)->cookie == 1);
+	KT_EXPECT(kt_flush(&c) == 0);
+	sigaction(SIGUSR1, &old, NULL);
+	kt_close(&c);
+	munmap(buf, pg);
+	close(uffd);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct kt_case cases[] = {
@@ -459,6 +666,8 @@ int main(int argc, char **argv)
 		{ "status_madv_dofork_refused", test_status_dofork },
 		{ "status_noexec_nogup", test_status_noexec_nogup },
 		{ "fdinfo", test_fdinfo },
+		{ "fdinfo_pid_namespace", test_fdinfo_pid_namespace },
+		{ "flush_interruptible", test_flush_interruptible },
 		{ "exec_inherited_fd", test_exec_inherited_fd },
 		{ NULL, NULL },
 	};

@@ -2,9 +2,14 @@
 /*
  * test_kmod_util.c - helpers shared by the regcache.ko test programs.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* setresuid, setresgid */
+#endif
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/io_uring.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kt_harness.h"
@@ -98,7 +104,12 @@ int kt_watch(struct kt_ctx *c, const void *addr, size_t len, uint64_t cookie,
 
 int kt_unwatch(struct kt_ctx *c, uint32_t slot, uint64_t cookie)
 {
-	struct regcache_unwatch u = { .slot = slot, .cookie = cookie };
+	return kt_unwatch_word(c, slot, cookie, 0);
+}
+
+int kt_unwatch_word(struct kt_ctx *c, uint32_t slot, uint64_t cookie, uint64_t word)
+{
+	struct regcache_unwatch u = { .slot = slot, .cookie = cookie, .slot_word = word };
 
 	return kt_ioctl(c->fd, REGCACHE_IOC_UNWATCH, &u);
 }
@@ -119,12 +130,19 @@ uint64_t kt_slot(const struct kt_ctx *c, uint32_t slot)
 
 int kt_fdinfo(int fd, const char *key, long long *val)
 {
-	char path[64], line[256], want[80];
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	return kt_fdinfo_path(path, key, val);
+}
+
+int kt_fdinfo_path(const char *path, const char *key, long long *val)
+{
+	char line[256], want[80];
 	size_t n;
 	FILE *f;
 	int ret = -ENOENT;
 
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
 	snprintf(want, sizeof(want), "regcache-%s:", key);
 	n = strlen(want);
 	f = fopen(path, "r");
@@ -228,6 +246,39 @@ long long kt_sysfs(const char *name)
 
 	snprintf(path, sizeof(path), "/sys/class/misc/regcache/%s", name);
 	return kt_read_ll(path);
+}
+
+int kt_spawn_as(unsigned int uid, unsigned int timeout_s, int (*fn)(int *), int *arg)
+{
+	pid_t pid = fork();
+
+	if (pid)
+		return pid;
+	alarm(timeout_s);
+	if (setgroups(0, NULL) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+		_exit(100);
+	_exit(fn(arg));
+}
+
+int kt_reap(int pid)
+{
+	int st;
+
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return -1;
+	if (WIFSIGNALED(st))
+		return 200 + WTERMSIG(st);
+	return WEXITSTATUS(st);
+}
+
+int kt_wait_byte(int fd, unsigned int timeout_s)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char ch;
+
+	if (poll(&p, 1, (int)timeout_s * 1000) != 1)
+		return -1;
+	return read(fd, &ch, 1) == 1 ? 0 : -1;
 }
 
 int kt_send_fd(int sock, int fd)

@@ -40,6 +40,11 @@
 #include <linux/xarray.h>
 #include "regcache_uapi.h"
 
+/* configure refuses such a kernel already; a build without it says why */
+#ifndef CONFIG_MMU_NOTIFIER
+#error "regcache.ko needs a kernel built with CONFIG_MMU_NOTIFIER"
+#endif
+
 /* What GET_INFO reports in features. */
 #define REGCACHE_FEATURES	(REGCACHE_FEATURE_UNWATCH_WORD | REGCACHE_FEATURE_WATCH_SAME)
 

@@ -241,6 +241,12 @@ struct regcache_event {
 	__u32 reason;		/* enum regcache_reason */
 };
 
+/*
+ * 0xE7, numbers 1-9: Linux's Documentation/userspace-api/ioctl/
+ * ioctl-number.rst lists no user of 0xE7 (in 6.1 and in mainline; 0xE5
+ * is FUSE, 0xEC the ChromeOS EC) and no 6.1 uapi header uses it.  An
+ * upstream submission would register 0xE7 00-1F there.
+ */
 #define REGCACHE_IOC_MAGIC	0xE7
 
 #define REGCACHE_IOC_GET_INFO	_IOWR(REGCACHE_IOC_MAGIC, 1, struct regcache_info)

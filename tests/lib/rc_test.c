@@ -2,8 +2,6 @@
 /*
  * rc_test.c - run CUnit suites and report every test as a TAP test point.
  */
-#include <errno.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,19 +18,6 @@ static char rc_skip_reason[256];
 static int rc_skipping;
 static struct timespec rc_t0;
 
-void rc_skip_all(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("1..0 # SKIP ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	exit(RC_EXIT_SKIP);
-}
-
 void rc_skip(const char *fmt, ...)
 {
 	va_list ap;
@@ -41,37 +26,6 @@ void rc_skip(const char *fmt, ...)
 	vsnprintf(rc_skip_reason, sizeof(rc_skip_reason), fmt, ap);
 	va_end(ap);
 	rc_skipping = 1;
-}
-
-void rc_diag(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("# ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-long rc_env_long(const char *name, long def, long min, long max)
-{
-	const char *v = getenv(name);
-	char *end;
-	long n;
-
-	if (!v || !*v)
-		return def;
-	errno = 0;
-	n = strtol(v, &end, 0);
-	if (errno || *end || n < min || n > max) {
-		printf("Bail out! %s=%s: not a whole number from %ld to %ld\n",
-		       name, v, min, max);
-		fflush(stdout);
-		exit(RC_EXIT_ERROR);
-	}
-	return n;
 }
 
 static void rc_test_start(const CU_pTest test, const CU_pSuite suite)

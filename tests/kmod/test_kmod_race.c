@@ -450,11 +450,14 @@ static void *configure_loop(void *arg)
  * after dropping the lock, so the mapping could come out empty (SIGBUS
  * at the first load) or torn.  KMOD_RACE_ROUNDS fresh contexts (1000;
  * against the module before the fix, 2000 rounds faulted in 3 runs of 4
- * on 6.1 under TCG).
+ * on 6.1 under TCG), or as many as 15 s allow (a round took 4 ms on a
+ * quiet host, 40 ms beside another guest).
  */
 static void test_mmap_vs_configure(void)
 {
 	long rounds = kt_env_long("KMOD_RACE_ROUNDS", 1000, 1, 1000000), i, mapped = 0;
+	/* on a loaded host a round takes 10x longer: at most 15 s of them */
+	time_t until = time(NULL) + 15;
 	struct sigaction sa = { .sa_handler = on_fault, .sa_flags = SA_NODEFER };
 	struct regcache_info info;
 	struct configurer cf;
@@ -466,7 +469,7 @@ static void test_mmap_vs_configure(void)
 	memset(&w, 0, sizeof(w));
 	w.seed = 1;
 	self = &w;
-	for (i = 0; i < rounds; i++) {
+	for (i = 0; i < rounds && time(NULL) < until; i++) {
 		cf.fd = open(REGCACHE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 		KT_ASSERT(cf.fd >= 0);
 		cf.calls = 0;
@@ -485,8 +488,8 @@ static void test_mmap_vs_configure(void)
 		close(cf.fd);
 	}
 	self = NULL;
-	kt_diag("%ld rounds, %ld mapped", rounds, mapped);
-	KT_EXPECT(mapped == rounds);
+	kt_diag("%ld rounds of %ld, %ld mapped", i, rounds, mapped);
+	KT_EXPECT(mapped == i);
 	KT_EXPECT(w.faults == 0);
 	KT_EXPECT(w.bad_header == 0);
 }

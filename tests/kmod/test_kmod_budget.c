@@ -380,7 +380,7 @@ static void test_user_namespaces(void)
 	}
 	st = kt_reap(pid);
 	if (st == 77)
-		kt_skip("unprivileged user namespaces are not available");
+		kt_skip("no user namespace for a user: no CONFIG_USER_NS, or unprivileged ones are off");
 	else
 		KT_EXPECT(st == 0);
 	if (st && st != 77)

@@ -85,6 +85,8 @@ struct worker {
 	struct recorded w[WATCHES];
 	unsigned int nw;
 	long ops, faults, bad_errno, bad_header, mapped;
+	double slowest;		/* seconds, and which op */
+	int slowest_op;
 	char why[160];		/* the first unexpected errno */
 	sigjmp_buf jmp;
 	volatile sig_atomic_t in_probe;
@@ -338,19 +340,37 @@ static void op_mem(struct worker *w)
 	p[0] = 1;
 }
 
+/* The mix of operations (some twice: more often), and their names. */
+static void (*const op_fns[])(struct worker *) = {
+	op_open, op_close, op_configure, op_configure, op_mmap, op_mmap, op_probe,
+	op_munmap_status, op_watch, op_watch, op_watch, op_batch, op_unwatch,
+	op_unwatch, op_flush, op_read, op_mem,
+};
+static const char *const op_names[] = {
+	"open", "close", "CONFIGURE", "CONFIGURE", "mmap", "mmap", "probe",
+	"munmap", "WATCH", "WATCH", "WATCH", "WATCH_BATCH", "UNWATCH",
+	"UNWATCH", "FLUSH", "read", "madvise/munmap",
+};
+
 static void *worker_main(void *arg)
 {
-	static void (*const ops[])(struct worker *) = {
-		op_open, op_close, op_configure, op_configure, op_mmap, op_mmap, op_probe,
-		op_munmap_status, op_watch, op_watch, op_watch, op_batch, op_unwatch,
-		op_unwatch, op_flush, op_read, op_mem,
-	};
 	struct worker *w = arg;
 	int i;
 
 	self = w;
 	while (time(NULL) < deadline) {
-		ops[rnd(w, sizeof(ops) / sizeof(ops[0]))](w);
+		struct timespec t0, t1;
+		int op = rnd(w, sizeof(op_fns) / sizeof(op_fns[0]));
+		double d;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		op_fns[op](w);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		d = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+		if (d > w->slowest) {
+			w->slowest = d;
+			w->slowest_op = op;
+		}
 		w->ops++;
 	}
 	for (i = 0; i < MAPS; i++)
@@ -381,7 +401,7 @@ static void test_race(void)
 	struct worker w[THREADS];
 	struct sigaction sa = { .sa_handler = on_fault, .sa_flags = SA_NODEFER };
 	long ops = 0, mapped = 0;
-	int i, stuck = 0;
+	int i, j, stuck = 0;
 
 	KT_ASSERT(sigaction(SIGBUS, &sa, NULL) == 0 && sigaction(SIGSEGV, &sa, NULL) == 0);
 	for (i = 0; i < NFDS; i++)
@@ -413,6 +433,10 @@ static void test_race(void)
 		munmap(w[i].mem, PAGES * pg);
 	}
 	KT_ASSERT(stuck == 0);
+	for (i = 1, j = 0; i < THREADS; i++)
+		if (w[i].slowest > w[j].slowest)
+			j = i;
+	kt_diag("slowest call: %s, %.3f s", op_names[w[j].slowest_op], w[j].slowest);
 	for (i = 0; i < NFDS; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);

@@ -467,7 +467,7 @@ static void test_fdinfo_pid_namespace(void)
 	}
 	st = kt_reap(pid);
 	if (st == 77)
-		kt_skip("no pid namespaces here");
+		kt_skip("no pid namespaces here (CONFIG_PID_NS)");
 	else
 		KT_EXPECT(st == 0);
 	if (st && st != 77)

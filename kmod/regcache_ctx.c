@@ -60,8 +60,9 @@ struct regcache_status_area {
 /*
  * The status area: zeroed pages charged to the caller's memory cgroup
  * (anyone may open /dev/regcache, so its up to 8 MiB per context must
- * count against the user, as io_uring's rings do), mapped contiguously
- * into the kernel with vmap and into the process with vm_insert_pages.
+ * count against the user, as io_uring's rings do; the caller charges
+ * them to the user's byte budget too), mapped contiguously into the
+ * kernel with vmap and into the process with vm_insert_pages.
  */
 static int regcache_status_alloc(struct regcache_status_area *a, size_t size)
 {

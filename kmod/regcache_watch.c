@@ -294,9 +294,13 @@ static struct regcache_range *regcache_key_find_active(struct regcache_ctx *ctx,
 
 /*
  * WATCH one range; *fresh says whether it made a new watch or returned
- * an identical live one.  Caller holds ctx->mutex and runs in ctx->mm: the mm
- * has users for as long as the caller runs, so its mmap_lock is taken
- * without mmget() (the context's mmgrab() keeps only the struct).
+ * an identical live one.  Caller holds ctx->mutex and runs in ctx->mm
+ * (regcache_ioctl checked it): the mm has users for as long as the
+ * caller runs, so its mmap_lock is taken without mmget(), which would
+ * only pin what the caller pins already (the context's mmgrab() keeps
+ * the struct, not the address space).  The first interval notifier of
+ * an mm subscribes it (mmu_notifier_register, mmap_lock for writing,
+ * not killable: the kernel's API).
  *
  * User addresses may carry a tag (arm64 TBI, x86 LAM): the notifier
  * interval and the mapping check use the untagged address; events and

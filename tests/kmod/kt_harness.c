@@ -112,7 +112,7 @@ long kt_env_long(const char *name, long def, long min, long max)
 	return n;
 }
 
-static int kt_selected(const char *suite, const char *name, int argc, char **argv)
+int kt_selected(const char *suite, const char *name, int argc, char **argv)
 {
 	size_t sl = strlen(suite);
 	int i;

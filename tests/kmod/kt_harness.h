@@ -49,6 +49,13 @@ void kt_add_suite(const char *name, int (*init)(void), int (*cleanup)(void),
 /* Run the selected cases; returns the exit status for main(). */
 int kt_main(int argc, char **argv);
 
+/*
+ * Does the command line select suite/name?  No arguments select all;
+ * an argument "suite" selects its every case, "suite/name" one case.
+ * (tests/lib/rc_test.c selects CUnit tests with it too.)
+ */
+int kt_selected(const char *suite, const char *name, int argc, char **argv);
+
 /* Not for direct use: what the two assertion macros expand to. */
 void kt__check(int ok, const char *cond, const char *file, int line, int fatal);
 

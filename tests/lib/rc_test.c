@@ -5,7 +5,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #include <CUnit/Basic.h>
@@ -101,23 +100,6 @@ void rc_add_suite(const char *name, CU_InitializeFunc init,
 			exit(RC_EXIT_ERROR);
 }
 
-static int rc_selected(const char *suite, const char *test, int argc, char **argv)
-{
-	size_t sl = strlen(suite);
-	int i;
-
-	if (argc <= 1)
-		return 1;
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], suite))
-			return 1;
-		if (!strncmp(argv[i], suite, sl) && argv[i][sl] == '/' &&
-		    !strcmp(argv[i] + sl + 1, test))
-			return 1;
-	}
-	return 0;
-}
-
 int rc_test_main(int argc, char **argv)
 {
 	CU_pTestRegistry reg;
@@ -132,7 +114,7 @@ int rc_test_main(int argc, char **argv)
 	reg = CU_get_registry();
 	for (s = reg->pSuite; s; s = s->pNext)
 		for (t = s->pTest; t; t = t->pNext) {
-			t->fActive = rc_selected(s->pName, t->pName, argc, argv);
+			t->fActive = kt_selected(s->pName, t->pName, argc, argv);
 			planned += t->fActive ? 1 : 0;
 		}
 	printf("1..%u\n", planned);

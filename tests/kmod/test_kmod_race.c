@@ -11,7 +11,7 @@
  * mmap (sometimes of a wrong length) and a read of the mapped header and
  * slots, munmap, WATCH, WATCH_BATCH and UNWATCH of pages of the thread's
  * own memory (identical watches on purpose), FLUSH, read(), madvise and
- * munmap/mmap of its memory (invalidations).  The context that an op
+ * mmap over its memory (invalidations).  The context that an op
  * used may have been closed and replaced meanwhile: that is the point.
  *
  * A second case races the first mmap of fresh contexts with CONFIGUREs
@@ -331,11 +331,15 @@ static void op_mem(struct worker *w)
 
 	if (rnd(w, 2)) {
 		madvise(p, (size_t)n * pg, MADV_DONTNEED);
-	} else {
-		munmap(p, (size_t)n * pg);
-		if (mmap(p, (size_t)n * pg, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
-			w->bad_errno++;
+	} else if (mmap(p, (size_t)n * pg, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
+		/*
+		 * MAP_FIXED over the old pages replaces them in one call (an
+		 * unmap for the notifier): a munmap first would leave a hole
+		 * another thread's mmap could take.
+		 */
+		check(w, "mmap MAP_FIXED", -errno, ERRS(0));
+		return;
 	}
 	p[0] = 1;
 }
@@ -349,7 +353,7 @@ static void (*const op_fns[])(struct worker *) = {
 static const char *const op_names[] = {
 	"open", "close", "CONFIGURE", "CONFIGURE", "mmap", "mmap", "probe",
 	"munmap", "WATCH", "WATCH", "WATCH", "WATCH_BATCH", "UNWATCH",
-	"UNWATCH", "FLUSH", "read", "madvise/munmap",
+	"UNWATCH", "FLUSH", "read", "madvise/mmap",
 };
 
 static void *worker_main(void *arg)

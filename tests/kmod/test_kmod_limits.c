@@ -14,16 +14,15 @@
  *     all of a user's contexts, given back by UNWATCH, close and exit;
  *   - root is limited as well (no exemption);
  *   - the activity counters in sysfs are root-only, abi_version is not;
- *   - the status area is sized by CONFIGURE and allocated at the first
- *     mmap or WATCH, and GET_INFO's status_size is right before and after.
+ *   - the status area is there from open(), sized again by CONFIGURE (kept
+ *     when its page count stays), and GET_INFO's status_size is right
+ *     before and after.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* setresuid, setresgid */
 #endif
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +32,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "rc_test.h"
+#include "kt_harness.h"
 #include "test_kmod_util.h"
 
 #define UID_A	60001
@@ -49,42 +48,6 @@ static int open_dev(void)
 	int fd = open(REGCACHE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 
 	return fd < 0 ? -errno : fd;
-}
-
-/* Fork a child that drops to uid and exits with fn()'s result (0 = good). */
-static pid_t spawn_as(uid_t uid, int (*fn)(int *), int *arg)
-{
-	pid_t pid = fork();
-
-	if (pid)
-		return pid;
-	alarm(CHILD_TIMEOUT_S);
-	if (setgroups(0, NULL) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
-		_exit(100);
-	_exit(fn(arg));
-}
-
-/* The child's exit status, 200 + signal if it was killed, -1 if lost. */
-static int reap(pid_t pid)
-{
-	int st;
-
-	if (pid < 0 || waitpid(pid, &st, 0) != pid)
-		return -1;
-	if (WIFSIGNALED(st))
-		return 200 + WTERMSIG(st);
-	return WEXITSTATUS(st);
-}
-
-/* Wait (bounded) for one byte on fd: 0, or -1. */
-static int wait_byte(int fd)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	char ch;
-
-	if (poll(&p, 1, CHILD_TIMEOUT_S * 1000) != 1)
-		return -1;
-	return read(fd, &ch, 1) == 1 ? 0 : -1;
 }
 
 static int say(int fd)
@@ -129,7 +92,7 @@ static int contexts_at_limit(int *io)
 	fd = open_dev();
 	if (fd != -EMFILE)
 		return 2;
-	if (say(io[1]) || wait_byte(io[0]))
+	if (say(io[1]) || kt_wait_byte(io[0], CHILD_TIMEOUT_S))
 		return 3;
 	close(fds[0]);
 	fds[0] = open_dev();
@@ -174,20 +137,20 @@ static void held_then_freed(int (*hold)(int *), int (*quota)(int *), const char 
 	int go[2], ready[2], io[2], ret;
 	pid_t a;
 
-	CU_ASSERT_FATAL(pipe(go) == 0 && pipe(ready) == 0);
+	KT_ASSERT(pipe(go) == 0 && pipe(ready) == 0);
 	io[0] = go[0];
 	io[1] = ready[1];
-	a = spawn_as(UID_A, hold, io);
-	CU_ASSERT_FATAL(a > 0);
-	CU_ASSERT(wait_byte(ready[0]) == 0);
-	CU_ASSERT(reap(spawn_as(UID_B, quota, NULL)) == 0);
-	CU_ASSERT(quota(NULL) == 0);
-	CU_ASSERT(say(go[1]) == 0);
-	ret = reap(a);
+	a = kt_spawn_as(UID_A, CHILD_TIMEOUT_S, hold, io);
+	KT_ASSERT(a > 0);
+	KT_EXPECT(kt_wait_byte(ready[0], CHILD_TIMEOUT_S) == 0);
+	KT_EXPECT(kt_reap(kt_spawn_as(UID_B, CHILD_TIMEOUT_S, quota, NULL)) == 0);
+	KT_EXPECT(quota(NULL) == 0);
+	KT_EXPECT(say(go[1]) == 0);
+	ret = kt_reap(a);
 	if (ret)
-		rc_diag("uid %d %s: step %d failed", UID_A, what, ret);
-	CU_ASSERT(ret == 0);
-	CU_ASSERT(reap(spawn_as(UID_A, quota, NULL)) == 0);
+		kt_diag("uid %d %s: step %d failed", UID_A, what, ret);
+	KT_EXPECT(ret == 0);
+	KT_EXPECT(kt_reap(kt_spawn_as(UID_A, CHILD_TIMEOUT_S, quota, NULL)) == 0);
 	close(go[0]);
 	close(go[1]);
 	close(ready[0]);
@@ -202,9 +165,9 @@ static void test_contexts(void)
 /* Root is limited too (regcache(4): no exemption; root raises the limit). */
 static void test_root_limited(void)
 {
-	CU_ASSERT(contexts_full_quota(NULL) == 0);
+	KT_EXPECT(contexts_full_quota(NULL) == 0);
 	/* the closes gave them back */
-	CU_ASSERT(contexts_full_quota(NULL) == 0);
+	KT_EXPECT(contexts_full_quota(NULL) == 0);
 }
 
 static int batch(struct kt_ctx *c, char *p, unsigned int n, uint32_t *done)
@@ -281,7 +244,7 @@ static int watches_at_limit(int *io)
 		return 9;
 	if (kt_watch(&c1, p + max_watch * pg, pg, 999, 0, NULL, NULL) != -ENOSPC)
 		return 10;
-	if (say(io[1]) || wait_byte(io[0]))
+	if (say(io[1]) || kt_wait_byte(io[0], CHILD_TIMEOUT_S))
 		return 11;
 	return 0;	/* exit with max_watch watches held */
 }
@@ -350,13 +313,13 @@ static void test_sysfs_root_only(void)
 	struct stat st;
 	size_t i;
 
-	CU_ASSERT(stat(SYSFS_DIR "abi_version", &st) == 0 && (st.st_mode & 0777) == 0444);
+	KT_EXPECT(stat(SYSFS_DIR "abi_version", &st) == 0 && (st.st_mode & 0777) == 0444);
 	for (i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
 		snprintf(path, sizeof(path), SYSFS_DIR "%s", counters[i]);
-		CU_ASSERT(stat(path, &st) == 0 && (st.st_mode & 0777) == 0400);
-		CU_ASSERT(kt_sysfs(counters[i]) >= 0);	/* root reads them */
+		KT_EXPECT(stat(path, &st) == 0 && (st.st_mode & 0777) == 0400);
+		KT_EXPECT(kt_sysfs(counters[i]) >= 0);	/* root reads them */
 	}
-	CU_ASSERT(reap(spawn_as(UID_A, sysfs_as_user, NULL)) == 0);
+	KT_EXPECT(kt_reap(kt_spawn_as(UID_A, CHILD_TIMEOUT_S, sysfs_as_user, NULL)) == 0);
 }
 
 static uint64_t status_size_of(uint32_t watches)
@@ -380,7 +343,7 @@ static int configure_watches(int fd, uint32_t watches)
 	return kt_ioctl(fd, REGCACHE_IOC_CONFIGURE, &cfg);
 }
 
-/* Sized at CONFIGURE, allocated at the first mmap; GET_INFO right throughout. */
+/* Allocated at open, sized again by CONFIGURE; GET_INFO right throughout. */
 static void test_status_configured(void)
 {
 	uint32_t def = (uint32_t)kt_param("max_watches");
@@ -390,50 +353,55 @@ static void test_status_configured(void)
 	void *m;
 	int i;
 
-	CU_ASSERT_FATAL(p != NULL);
+	KT_ASSERT(p != NULL);
 	c.fd = open_dev();
-	CU_ASSERT_FATAL(c.fd >= 0);
-	/* nothing allocated at open or by GET_INFO */
-	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &info) == 0);
-	CU_ASSERT(info.max_watches == def && info.status_size == status_size_of(def));
-	CU_ASSERT(fdinfo(c.fd, "status-bytes") == 0);
+	KT_ASSERT(c.fd >= 0);
+	/* there from open, at the parameter's size */
+	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &info) == 0);
+	KT_EXPECT(info.max_watches == def && info.status_size == status_size_of(def));
+	KT_EXPECT(fdinfo(c.fd, "status-bytes") == (long long)status_size_of(def));
 
-	CU_ASSERT(configure_watches(c.fd, 8) == 0);
-	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &info) == 0);
-	CU_ASSERT(info.max_watches == 8 && info.status_size == (uint64_t)pg);
-	CU_ASSERT(fdinfo(c.fd, "max-watches") == 8);
-	CU_ASSERT(fdinfo(c.fd, "status-bytes") == 0);
+	KT_EXPECT(configure_watches(c.fd, 8) == 0);
+	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &info) == 0);
+	KT_EXPECT(info.max_watches == 8 && info.status_size == (uint64_t)pg);
+	KT_EXPECT(fdinfo(c.fd, "max-watches") == 8);
+	KT_EXPECT(fdinfo(c.fd, "status-bytes") == pg);
 	/* a mapping of the wrong length fails and freezes nothing */
 	m = mmap(NULL, status_size_of(def), PROT_READ, MAP_SHARED, c.fd, 0);
-	CU_ASSERT(m == MAP_FAILED && errno == EINVAL);
+	KT_EXPECT(m == MAP_FAILED && errno == EINVAL);
 	/* the last CONFIGURE wins: 600 slots need two pages of 4 KiB */
-	CU_ASSERT(configure_watches(c.fd, 600) == 0);
-	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &info) == 0);
-	CU_ASSERT(info.max_watches == 600 && info.status_size == status_size_of(600));
-	CU_ASSERT(configure_watches(c.fd, 8) == 0);
-	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &c.info) == 0);
+	KT_EXPECT(configure_watches(c.fd, 600) == 0);
+	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &info) == 0);
+	KT_EXPECT(info.max_watches == 600 && info.status_size == status_size_of(600));
+	KT_EXPECT(fdinfo(c.fd, "status-bytes") == (long long)status_size_of(600));
+	KT_EXPECT(configure_watches(c.fd, 8) == 0);
+	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &c.info) == 0);
 	m = mmap(NULL, c.info.status_size, PROT_READ, MAP_SHARED, c.fd, 0);
-	CU_ASSERT_FATAL(m != MAP_FAILED);
+	KT_ASSERT(m != MAP_FAILED);
 	c.st = m;
-	CU_ASSERT(c.st->max_watches == 8 && c.st->abi_version == REGCACHE_ABI_VERSION);
-	CU_ASSERT(c.st->ring_entries == c.info.ring_entries);
-	CU_ASSERT(fdinfo(c.fd, "status-bytes") == pg);
-	CU_ASSERT(configure_watches(c.fd, 16) == -EBUSY);
+	KT_EXPECT(c.st->max_watches == 8 && c.st->abi_version == REGCACHE_ABI_VERSION);
+	KT_EXPECT(c.st->ring_entries == c.info.ring_entries);
+	KT_EXPECT(fdinfo(c.fd, "status-bytes") == pg);
+	KT_EXPECT(configure_watches(c.fd, 16) == -EBUSY);
 	/* eight slots, the ninth watch has none (the user's limit is larger) */
 	for (i = 0; i < 8; i++)
-		CU_ASSERT(kt_watch(&c, p + i * pg, pg, i, 0, NULL, NULL) == 0);
-	CU_ASSERT(kt_watch(&c, p + 8 * pg, pg, 8, 0, NULL, NULL) == -ENOSPC);
+		KT_EXPECT(kt_watch(&c, p + i * pg, pg, i, 0, NULL, NULL) == 0);
+	KT_EXPECT(kt_watch(&c, p + 8 * pg, pg, 8, 0, NULL, NULL) == -ENOSPC);
 	/* above the module parameter: refused */
 	kt_close(&c);
 	c.fd = open_dev();
-	CU_ASSERT_FATAL(c.fd >= 0);
-	CU_ASSERT(configure_watches(c.fd, def + 1) == -EINVAL);
+	KT_ASSERT(c.fd >= 0);
+	KT_EXPECT(configure_watches(c.fd, def + 1) == -EINVAL);
 	kt_close(&c);
 	munmap(p, 9 * pg);
 }
 
-/* A context that never configures: WATCH or mmap allocate the default size. */
-static void test_status_lazy(void)
+/*
+ * CONFIGURE keeps the area when the page count stays: the generation a
+ * failed WATCH gave slot 0 is still there, so the next watch of slot 0
+ * gets the next one.  A new page count is a new, zeroed area.
+ */
+static void test_status_kept(void)
 {
 	uint32_t def = (uint32_t)kt_param("max_watches"), slot;
 	struct kt_ctx c = { .fd = -1 };
@@ -441,57 +409,52 @@ static void test_status_lazy(void)
 	uint64_t word;
 	void *m;
 
-	CU_ASSERT_FATAL(p != NULL);
-	/* WATCH first, then map: the slot word is there */
+	KT_ASSERT(p != NULL);
+	KT_ASSERT(def > 1 && status_size_of(def - 1) == status_size_of(def));
 	c.fd = open_dev();
-	CU_ASSERT_FATAL(c.fd >= 0);
-	CU_ASSERT(kt_watch(&c, p, pg, 1, 0, &slot, &word) == 0);
-	CU_ASSERT(fdinfo(c.fd, "status-bytes") == (long long)status_size_of(def));
-	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &c.info) == 0);
-	CU_ASSERT(c.info.status_size == status_size_of(def));
+	KT_ASSERT(c.fd >= 0);
+	/* page 1 of the address space is never mapped: ENOMEM, slot 0 gen 1 */
+	KT_EXPECT(kt_watch(&c, (void *)(uintptr_t)pg, pg, 1, 0, NULL, NULL) == -ENOMEM);
+	KT_EXPECT(configure_watches(c.fd, def - 1) == 0);
+	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &c.info) == 0);
+	KT_EXPECT(c.info.max_watches == def - 1 && c.info.status_size == status_size_of(def));
 	m = mmap(NULL, c.info.status_size, PROT_READ, MAP_SHARED, c.fd, 0);
-	CU_ASSERT_FATAL(m != MAP_FAILED);
+	KT_ASSERT(m != MAP_FAILED);
 	c.st = m;
-	CU_ASSERT(kt_slot(&c, slot) == word && (word & REGCACHE_SLOT_ACTIVE));
-	CU_ASSERT(c.st->max_watches == def);
+	KT_EXPECT(c.st->max_watches == def - 1);
+	KT_EXPECT(kt_watch(&c, p, pg, 2, 0, &slot, &word) == 0);
+	KT_EXPECT(slot == 0 && word == (REGCACHE_SLOT_ACTIVE | 1));
 	kt_close(&c);
 
-	/* GET_INFO then mmap (libregcache's order), then WATCH */
-	CU_ASSERT_FATAL(kt_open(&c, 0, true) == 0);
-	CU_ASSERT(c.st->max_watches == def);
-	CU_ASSERT(kt_watch(&c, p, pg, 1, 0, &slot, &word) == 0);
-	CU_ASSERT(kt_slot(&c, slot) == word);
-	kt_close(&c);
-
-	/* a failed WATCH allocated the area; CONFIGURE may still resize it */
+	/* the same after a resize: a fresh area, generation 0 */
 	c.fd = open_dev();
-	CU_ASSERT_FATAL(c.fd >= 0);
-	CU_ASSERT(kt_watch(&c, (void *)(uintptr_t)pg, pg, 1, 0, NULL, NULL) == -ENOMEM);
-	CU_ASSERT(fdinfo(c.fd, "status-bytes") == (long long)status_size_of(def));
-	CU_ASSERT(configure_watches(c.fd, 8) == 0);
-	CU_ASSERT(fdinfo(c.fd, "status-bytes") == 0);
-	CU_ASSERT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &c.info) == 0);
-	CU_ASSERT(c.info.status_size == (uint64_t)pg);
+	KT_ASSERT(c.fd >= 0);
+	KT_EXPECT(kt_watch(&c, (void *)(uintptr_t)pg, pg, 1, 0, NULL, NULL) == -ENOMEM);
+	KT_EXPECT(configure_watches(c.fd, 8) == 0);
+	KT_EXPECT(fdinfo(c.fd, "status-bytes") == pg);
+	KT_EXPECT(kt_ioctl(c.fd, REGCACHE_IOC_GET_INFO, &c.info) == 0);
 	m = mmap(NULL, c.info.status_size, PROT_READ, MAP_SHARED, c.fd, 0);
-	CU_ASSERT_FATAL(m != MAP_FAILED);
+	KT_ASSERT(m != MAP_FAILED);
 	c.st = m;
-	CU_ASSERT(c.st->max_watches == 8);
+	KT_EXPECT(c.st->max_watches == 8);
+	KT_EXPECT(kt_watch(&c, p, pg, 2, 0, &slot, &word) == 0);
+	KT_EXPECT(slot == 0 && word == REGCACHE_SLOT_ACTIVE);
 	kt_close(&c);
 	munmap(p, pg);
 }
 
 int main(int argc, char **argv)
 {
-	static const struct rc_test_case user_cases[] = {
+	static const struct kt_case user_cases[] = {
 		{ "contexts_emfile_per_uid", test_contexts },
 		{ "root_limited_too", test_root_limited },
 		{ "watches_enospc_per_uid", test_watches },
 		{ "sysfs_counters_root_only", test_sysfs_root_only },
 		{ NULL, NULL },
 	};
-	static const struct rc_test_case size_cases[] = {
+	static const struct kt_case size_cases[] = {
 		{ "sized_by_configure", test_status_configured },
-		{ "lazy_default", test_status_lazy },
+		{ "kept_at_same_size", test_status_kept },
 		{ NULL, NULL },
 	};
 	long long c, w;
@@ -501,13 +464,13 @@ int main(int argc, char **argv)
 	c = kt_param("max_user_contexts");
 	w = kt_param("max_user_watches");
 	if (c < 0 || w < 0)
-		rc_skip_all("regcache.ko has no per-user limits");
+		kt_skip_all("regcache.ko has no per-user limits");
 	if (c > 64 || w < 4 || w > 4096)
-		rc_skip_all("needs small limits (load with max_user_contexts=4 max_user_watches=64; have %lld and %lld)",
+		kt_skip_all("needs small limits (load with max_user_contexts=4 max_user_watches=64; have %lld and %lld)",
 			    c, w);
 	max_ctx = (unsigned int)c;
 	max_watch = (unsigned int)w;
-	rc_add_suite("kmod_limits", NULL, NULL, user_cases);
-	rc_add_suite("kmod_status_size", NULL, NULL, size_cases);
-	return rc_test_main(argc, argv);
+	kt_add_suite("kmod_limits", NULL, NULL, user_cases);
+	kt_add_suite("kmod_status_size", NULL, NULL, size_cases);
+	return kt_main(argc, argv);
 }

@@ -16,7 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "rc_test.h"
+#include "kt_harness.h"
 #include "test_kmod_util.h"
 
 #define N_WATCH	1000
@@ -35,12 +35,12 @@ static void overflow_run(uint32_t configure)
 	char *p = kt_map_pages(N_WATCH);
 	int i, bad = 0, n;
 
-	CU_ASSERT_FATAL(p != NULL);
-	CU_ASSERT_FATAL(kt_open(&c, configure, true) == 0);
-	CU_ASSERT_FATAL(c.info.ring_entries == RING);
-	CU_ASSERT(c.st->ring_entries == RING);
+	KT_ASSERT(p != NULL);
+	KT_ASSERT(kt_open(&c, configure, true) == 0);
+	KT_ASSERT(c.info.ring_entries == RING);
+	KT_EXPECT(c.st->ring_entries == RING);
 	for (i = 0; i < N_WATCH; i++)
-		CU_ASSERT_FATAL(kt_watch(&c, p + i * pg, pg, 5000 + i, pg, &slot[i], &word[i]) == 0);
+		KT_ASSERT(kt_watch(&c, p + i * pg, pg, 5000 + i, pg, &slot[i], &word[i]) == 0);
 	/* odd pages by munmap, even pages by MADV_DONTNEED: 1000 invalidations */
 	for (i = 0; i < N_WATCH; i++) {
 		if (i & 1)
@@ -51,37 +51,37 @@ static void overflow_run(uint32_t configure)
 	for (i = 0; i < N_WATCH; i++)
 		if (kt_slot(&c, slot[i]) != ((word[i] & REGCACHE_SLOT_GEN_MASK) + 1))
 			bad++;
-	CU_ASSERT(bad == 0);
-	CU_ASSERT(c.st->flags & REGCACHE_STATUS_OVERFLOW);
-	CU_ASSERT(c.st->events_total == N_WATCH);
-	CU_ASSERT(c.st->events_pending == RING);
-	CU_ASSERT(c.st->overflows == N_WATCH - RING);
-	CU_ASSERT(kt_stats(&c, &s) == 0);
-	CU_ASSERT(s.overflows == N_WATCH - RING);
+	KT_EXPECT(bad == 0);
+	KT_EXPECT(c.st->flags & REGCACHE_STATUS_OVERFLOW);
+	KT_EXPECT(c.st->events_total == N_WATCH);
+	KT_EXPECT(c.st->events_pending == RING);
+	KT_EXPECT(c.st->overflows == N_WATCH - RING);
+	KT_EXPECT(kt_stats(&c, &s) == 0);
+	KT_EXPECT(s.overflows == N_WATCH - RING);
 
 	/* the kept records are the first 16, in order */
 	n = kt_read_events(&c, ev, RING + 4);
-	CU_ASSERT(n == RING);
+	KT_EXPECT(n == RING);
 	for (i = 0; i < n; i++) {
-		CU_ASSERT(ev[i].cookie == 5000ULL + i);
-		CU_ASSERT(ev[i].slot == slot[i]);
+		KT_EXPECT(ev[i].cookie == 5000ULL + i);
+		KT_EXPECT(ev[i].slot == slot[i]);
 	}
 	/* empty but lossy: -ENOSPC, and poll says readable so a waiter notices */
-	CU_ASSERT(kt_read_events(&c, ev, 1) == -ENOSPC);
+	KT_EXPECT(kt_read_events(&c, ev, 1) == -ENOSPC);
 	pfd.fd = c.fd;
 	pfd.events = POLLIN;
-	CU_ASSERT(poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN));
-	CU_ASSERT(kt_flush(&c) == 0);
-	CU_ASSERT(!(c.st->flags & REGCACHE_STATUS_OVERFLOW));
-	CU_ASSERT(c.st->overflows == N_WATCH - RING);	/* a counter, not a flag */
-	CU_ASSERT(kt_read_events(&c, ev, 1) == -EAGAIN);
-	CU_ASSERT(poll(&pfd, 1, 0) == 0);
+	KT_EXPECT(poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN));
+	KT_EXPECT(kt_flush(&c) == 0);
+	KT_EXPECT(!(c.st->flags & REGCACHE_STATUS_OVERFLOW));
+	KT_EXPECT(c.st->overflows == N_WATCH - RING);	/* a counter, not a flag */
+	KT_EXPECT(kt_read_events(&c, ev, 1) == -EAGAIN);
+	KT_EXPECT(poll(&pfd, 1, 0) == 0);
 
 	/* resync as a cache would: unwatch every invalidated slot */
 	for (i = 0; i < N_WATCH; i++)
-		CU_ASSERT(kt_unwatch(&c, slot[i], 5000 + i) == 0);
-	CU_ASSERT(kt_stats(&c, &s) == 0);
-	CU_ASSERT(s.watches == 0 && s.pinned_bytes == 0);
+		KT_EXPECT(kt_unwatch(&c, slot[i], 5000 + i) == 0);
+	KT_EXPECT(kt_stats(&c, &s) == 0);
+	KT_EXPECT(s.watches == 0 && s.pinned_bytes == 0);
 	kt_close(&c);
 	for (i = 0; i < N_WATCH; i += 2)
 		munmap(p + i * pg, pg);
@@ -95,7 +95,7 @@ static void test_configure16(void)
 static void test_param16(void)
 {
 	if (kt_param("ring_entries") != RING) {
-		rc_skip("module not loaded with ring_entries=%d", RING);
+		kt_skip("module not loaded with ring_entries=%d", RING);
 		return;
 	}
 	overflow_run(0);
@@ -103,7 +103,7 @@ static void test_param16(void)
 
 int main(int argc, char **argv)
 {
-	static const struct rc_test_case cases[] = {
+	static const struct kt_case cases[] = {
 		{ "configure_ring16", test_configure16 },
 		{ "param_ring16", test_param16 },
 		{ NULL, NULL },
@@ -111,6 +111,6 @@ int main(int argc, char **argv)
 
 	pg = sysconf(_SC_PAGESIZE);
 	kt_require_device();
-	rc_add_suite("kmod_overflow", NULL, NULL, cases);
-	return rc_test_main(argc, argv);
+	kt_add_suite("kmod_overflow", NULL, NULL, cases);
+	return kt_main(argc, argv);
 }

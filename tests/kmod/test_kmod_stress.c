@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rc_test.h"
+#include "kt_harness.h"
 #include "test_kmod_util.h"
 
 #define THREADS		8
@@ -183,7 +183,7 @@ static int run_process(int seconds, unsigned int seed)
 
 static void test_stress(void)
 {
-	int seconds = (int)rc_env_long("KMOD_STRESS_SECONDS", 30, 1, 3600);
+	int seconds = (int)kt_env_long("KMOD_STRESS_SECONDS", 30, 1, 3600);
 	long long base_w = kt_sysfs("watches"), base_p = kt_sysfs("pinned_bytes");
 	long long base_c = kt_sysfs("nr_contexts");
 	pid_t pid[2];
@@ -191,32 +191,32 @@ static void test_stress(void)
 
 	for (i = 0; i < 2; i++) {
 		pid[i] = fork();
-		CU_ASSERT_FATAL(pid[i] >= 0);
+		KT_ASSERT(pid[i] >= 0);
 		if (!pid[i]) {
 			fflush(stdout);
 			_exit(run_process(seconds, i + 1));
 		}
 	}
 	for (i = 0; i < 2; i++) {
-		CU_ASSERT(waitpid(pid[i], &st, 0) == pid[i]);
-		CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		KT_EXPECT(waitpid(pid[i], &st, 0) == pid[i]);
+		KT_EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 		if (WIFEXITED(st) && WEXITSTATUS(st))
-			rc_diag("process %d: books did not balance (mask %d)", i, WEXITSTATUS(st));
+			kt_diag("process %d: books did not balance (mask %d)", i, WEXITSTATUS(st));
 	}
-	CU_ASSERT(kt_sysfs("watches") == base_w);
-	CU_ASSERT(kt_sysfs("pinned_bytes") == base_p);
-	CU_ASSERT(kt_sysfs("nr_contexts") == base_c);
+	KT_EXPECT(kt_sysfs("watches") == base_w);
+	KT_EXPECT(kt_sysfs("pinned_bytes") == base_p);
+	KT_EXPECT(kt_sysfs("nr_contexts") == base_c);
 }
 
 int main(int argc, char **argv)
 {
-	static const struct rc_test_case cases[] = {
+	static const struct kt_case cases[] = {
 		{ "threads8_procs2", test_stress },
 		{ NULL, NULL },
 	};
 
 	pg = sysconf(_SC_PAGESIZE);
 	kt_require_device();
-	rc_add_suite("kmod_stress", NULL, NULL, cases);
-	return rc_test_main(argc, argv);
+	kt_add_suite("kmod_stress", NULL, NULL, cases);
+	return kt_main(argc, argv);
 }

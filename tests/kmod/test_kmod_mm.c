@@ -3,13 +3,14 @@
  * test_kmod_mm.c - what the kernel's mm does to watched huge pages, as
  * regcache(4) documents it for a non-strict context:
  *   - a hugetlb COW mapping is copied at fork under CLEAR: invalidated;
- *   - a 2 MiB THP that is pinned (ibv_reg_mr) is split at fork (CLEAR):
+ *   - a 2 MiB THP that is pinned long-term (an io_uring fixed buffer, the
+ *     FOLL_LONGTERM pin ibv_reg_mr makes too) is split at fork (CLEAR):
  *     invalidated, though the parent keeps its pages; unpinned, it is
  *     only write-protected (PROTECTION): valid;
  *   - mprotect of part of a THP splits it (CLEAR): invalidated; of the
  *     whole THP, or of small pages, mprotect(PROT_READ) keeps it valid.
  * Needs root and regcache.ko; hugetlb pages are reserved here and given
- * back; the pinned case needs an RDMA device (rxe in the guest).
+ * back; the pinned case needs io_uring (else it skips).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,9 +20,8 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <infiniband/verbs.h>
 
-#include "rc_test.h"
+#include "kt_harness.h"
 #include "test_kmod_util.h"
 
 #define HPAGE	(2UL << 20)
@@ -72,10 +72,10 @@ static void fork_and_reap(void)
 	pid_t pid = fork();
 	int st;
 
-	CU_ASSERT_FATAL(pid >= 0);
+	KT_ASSERT(pid >= 0);
 	if (!pid)
 		_exit(0);
-	CU_ASSERT(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+	KT_EXPECT(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
 }
 
 /* A 2 MiB-aligned, populated THP, or NULL (reason in *why). */
@@ -125,62 +125,41 @@ fail:
 	return NULL;
 }
 
-static struct ibv_context *ibctx;
-static struct ibv_pd *ibpd;
-
-static bool have_rdma(void)
-{
-	struct ibv_device **list;
-	int n;
-
-	if (ibpd)
-		return true;
-	list = ibv_get_device_list(&n);
-	if (!list)
-		return false;
-	if (n > 0)
-		ibctx = ibv_open_device(list[0]);
-	ibv_free_device_list(list);
-	if (ibctx)
-		ibpd = ibv_alloc_pd(ibctx);
-	return ibpd != NULL;
-}
-
 static void thp_fork(bool pinned)
 {
-	struct ibv_mr *mr = NULL;
 	const char *why = NULL;
 	void *base;
 	char *a = map_thp(&base, &why);
 	uint32_t slot;
 	uint64_t word;
+	int pin = -1;
 
 	if (!a) {
-		rc_skip("%s", why);
+		kt_skip("%s", why);
 		return;
 	}
-	if (pinned && !have_rdma()) {
-		rc_skip("no RDMA device to pin the THP (ibv_reg_mr)");
-		munmap(base, 2 * HPAGE);
-		return;
-	}
-	CU_ASSERT_FATAL(kt_watch(&c, a, HPAGE, 0x7f, pinned ? HPAGE : 0, &slot, &word) == 0);
+	KT_ASSERT(kt_watch(&c, a, HPAGE, 0x7f, pinned ? HPAGE : 0, &slot, &word) == 0);
 	if (pinned) {
-		mr = ibv_reg_mr(ibpd, a, HPAGE, IBV_ACCESS_LOCAL_WRITE);
-		CU_ASSERT_FATAL(mr != NULL);
+		pin = kt_pin(a, HPAGE);
+		if (pin < 0) {
+			kt_skip("no long-term pin (io_uring fixed buffer): %s", strerror(-pin));
+			KT_EXPECT(kt_unwatch(&c, slot, 0x7f) == 0);
+			munmap(base, 2 * HPAGE);
+			return;
+		}
 	}
 	fork_and_reap();
 	if (pinned) {
-		CU_ASSERT(kt_slot(&c, slot) != word);
-		CU_ASSERT(event_reason(0x7f) == REGCACHE_REASON_CLEAR);
-		CU_ASSERT(ibv_dereg_mr(mr) == 0);
+		KT_EXPECT(kt_slot(&c, slot) != word);
+		KT_EXPECT(event_reason(0x7f) == REGCACHE_REASON_CLEAR);
+		kt_unpin(pin);
 	} else {
-		CU_ASSERT(kt_slot(&c, slot) == word);
-		CU_ASSERT(event_reason(0x7f) == 0);
+		KT_EXPECT(kt_slot(&c, slot) == word);
+		KT_EXPECT(event_reason(0x7f) == 0);
 	}
-	CU_ASSERT(kt_unwatch(&c, slot, 0x7f) == 0);
+	KT_EXPECT(kt_unwatch(&c, slot, 0x7f) == 0);
 	munmap(base, 2 * HPAGE);
-	CU_ASSERT(kt_flush(&c) == 0);
+	KT_EXPECT(kt_flush(&c) == 0);
 }
 
 static void test_thp_fork_unpinned(void)
@@ -202,21 +181,21 @@ static void thp_mprotect(bool partial)
 	uint64_t word;
 
 	if (!a) {
-		rc_skip("%s", why);
+		kt_skip("%s", why);
 		return;
 	}
-	CU_ASSERT_FATAL(kt_watch(&c, a, HPAGE, 0x7e, 0, &slot, &word) == 0);
-	CU_ASSERT(mprotect(a, partial ? (size_t)pg : HPAGE, PROT_READ) == 0);
+	KT_ASSERT(kt_watch(&c, a, HPAGE, 0x7e, 0, &slot, &word) == 0);
+	KT_EXPECT(mprotect(a, partial ? (size_t)pg : HPAGE, PROT_READ) == 0);
 	if (partial) {
-		CU_ASSERT(kt_slot(&c, slot) != word);
-		CU_ASSERT(event_reason(0x7e) == REGCACHE_REASON_CLEAR);
+		KT_EXPECT(kt_slot(&c, slot) != word);
+		KT_EXPECT(event_reason(0x7e) == REGCACHE_REASON_CLEAR);
 	} else {
-		CU_ASSERT(kt_slot(&c, slot) == word);
-		CU_ASSERT(event_reason(0x7e) == 0);
+		KT_EXPECT(kt_slot(&c, slot) == word);
+		KT_EXPECT(event_reason(0x7e) == 0);
 	}
-	CU_ASSERT(kt_unwatch(&c, slot, 0x7e) == 0);
+	KT_EXPECT(kt_unwatch(&c, slot, 0x7e) == 0);
 	munmap(base, 2 * HPAGE);
-	CU_ASSERT(kt_flush(&c) == 0);
+	KT_EXPECT(kt_flush(&c) == 0);
 }
 
 static void test_thp_mprotect_partial(void)
@@ -236,13 +215,13 @@ static void test_mprotect_read_small(void)
 	uint32_t slot;
 	uint64_t word;
 
-	CU_ASSERT_FATAL(p != NULL);
-	CU_ASSERT_FATAL(kt_watch(&c, p, 4 * pg, 0x7d, 4 * pg, &slot, &word) == 0);
-	CU_ASSERT(mprotect(p + pg, pg, PROT_READ) == 0);
-	CU_ASSERT(mprotect(p, 4 * pg, PROT_READ) == 0);
-	CU_ASSERT(kt_slot(&c, slot) == word);
-	CU_ASSERT(event_reason(0x7d) == 0);
-	CU_ASSERT(kt_unwatch(&c, slot, 0x7d) == 0);
+	KT_ASSERT(p != NULL);
+	KT_ASSERT(kt_watch(&c, p, 4 * pg, 0x7d, 4 * pg, &slot, &word) == 0);
+	KT_EXPECT(mprotect(p + pg, pg, PROT_READ) == 0);
+	KT_EXPECT(mprotect(p, 4 * pg, PROT_READ) == 0);
+	KT_EXPECT(kt_slot(&c, slot) == word);
+	KT_EXPECT(event_reason(0x7d) == 0);
+	KT_EXPECT(kt_unwatch(&c, slot, 0x7d) == 0);
 	munmap(p, 4 * pg);
 }
 
@@ -285,40 +264,40 @@ static void test_hugetlb(void)
 	char *h;
 
 	if (old < 0) {
-		rc_skip("no /proc/sys/vm/nr_hugepages (hugetlb not built in)");
+		kt_skip("no /proc/sys/vm/nr_hugepages (hugetlb not built in)");
 		return;
 	}
 	if (set_hugetlb_pages(old + 4) || hugetlb_pages() < old + 4) {
 		set_hugetlb_pages(old);
-		rc_skip("could not reserve 4 huge pages");
+		kt_skip("could not reserve 4 huge pages");
 		return;
 	}
 	h = mmap(NULL, 2 * HPAGE, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
-	CU_ASSERT_FATAL(h != MAP_FAILED);
+	KT_ASSERT(h != MAP_FAILED);
 	memset(h, 2, 2 * HPAGE);
-	CU_ASSERT_FATAL(kt_watch(&c, h, HPAGE, 0x71, HPAGE, &s1, &w1) == 0);
-	CU_ASSERT_FATAL(kt_watch(&c, h + HPAGE, HPAGE, 0x72, HPAGE, &s2, &w2) == 0);
+	KT_ASSERT(kt_watch(&c, h, HPAGE, 0x71, HPAGE, &s1, &w1) == 0);
+	KT_ASSERT(kt_watch(&c, h + HPAGE, HPAGE, 0x72, HPAGE, &s2, &w2) == 0);
 	fork_and_reap();
-	CU_ASSERT(kt_slot(&c, s1) != w1);
-	CU_ASSERT(event_reason(0x71) == REGCACHE_REASON_CLEAR);
-	CU_ASSERT(kt_unwatch(&c, s1, 0x71) == 0);
-	CU_ASSERT(kt_unwatch(&c, s2, 0x72) == 0);
-	CU_ASSERT(kt_flush(&c) == 0);
+	KT_EXPECT(kt_slot(&c, s1) != w1);
+	KT_EXPECT(event_reason(0x71) == REGCACHE_REASON_CLEAR);
+	KT_EXPECT(kt_unwatch(&c, s1, 0x71) == 0);
+	KT_EXPECT(kt_unwatch(&c, s2, 0x72) == 0);
+	KT_EXPECT(kt_flush(&c) == 0);
 	/* a fresh watch after the fork; munmap is UNMAP */
-	CU_ASSERT_FATAL(kt_watch(&c, h, 2 * HPAGE, 0x73, 0, &s1, &w1) == 0);
-	CU_ASSERT(munmap(h, 2 * HPAGE) == 0);
-	CU_ASSERT(kt_slot(&c, s1) != w1);
-	CU_ASSERT(event_reason(0x73) == REGCACHE_REASON_UNMAP);
-	CU_ASSERT(kt_unwatch(&c, s1, 0x73) == 0);
-	CU_ASSERT(set_hugetlb_pages(old) == 0);
-	CU_ASSERT(kt_flush(&c) == 0);
+	KT_ASSERT(kt_watch(&c, h, 2 * HPAGE, 0x73, 0, &s1, &w1) == 0);
+	KT_EXPECT(munmap(h, 2 * HPAGE) == 0);
+	KT_EXPECT(kt_slot(&c, s1) != w1);
+	KT_EXPECT(event_reason(0x73) == REGCACHE_REASON_UNMAP);
+	KT_EXPECT(kt_unwatch(&c, s1, 0x73) == 0);
+	KT_EXPECT(set_hugetlb_pages(old) == 0);
+	KT_EXPECT(kt_flush(&c) == 0);
 	(void)w2;
 }
 
 int main(int argc, char **argv)
 {
-	static const struct rc_test_case cases[] = {
+	static const struct kt_case cases[] = {
 		{ "thp_fork_unpinned_valid", test_thp_fork_unpinned },
 		{ "thp_fork_pinned_clear", test_thp_fork_pinned },
 		{ "thp_mprotect_partial_clear", test_thp_mprotect_partial },
@@ -330,6 +309,6 @@ int main(int argc, char **argv)
 
 	pg = sysconf(_SC_PAGESIZE);
 	kt_require_device();
-	rc_add_suite("kmod_mm", suite_init, suite_cleanup, cases);
-	return rc_test_main(argc, argv);
+	kt_add_suite("kmod_mm", suite_init, suite_cleanup, cases);
+	return kt_main(argc, argv);
 }

@@ -34,6 +34,8 @@ void kt_close(struct kt_ctx *c);
 int kt_watch(struct kt_ctx *c, const void *addr, size_t len, uint64_t cookie,
 	     uint64_t pinned, uint32_t *slot, uint64_t *word);
 int kt_unwatch(struct kt_ctx *c, uint32_t slot, uint64_t cookie);
+/* UNWATCH of the watch whose word WATCH returned (0: by slot and cookie). */
+int kt_unwatch_word(struct kt_ctx *c, uint32_t slot, uint64_t cookie, uint64_t word);
 int kt_stats(struct kt_ctx *c, struct regcache_ctx_stats *s);
 
 /* The slot word as userspace sees it: one load. */
@@ -60,6 +62,38 @@ long long kt_sysfs(const char *name);
 
 /* The number after "regcache-KEY:" in /proc/self/fdinfo/FD: 0 or -errno. */
 int kt_fdinfo(int fd, const char *key, long long *val);
+
+/* The same from an fdinfo file by its path (another process's, another /proc). */
+int kt_fdinfo_path(const char *path, const char *key, long long *val);
+
+/*
+ * A long-term pin (FOLL_LONGTERM, as an RDMA registration makes) of
+ * [addr, addr + len), made by registering the range as an io_uring fixed
+ * buffer with raw system calls, so that a test needs neither an RDMA
+ * device nor a library: the handle for kt_unpin(), or -errno.
+ */
+int kt_pin(void *addr, size_t len);
+void kt_unpin(int handle);
+
+/*
+ * madvise(addr, len, advice) as an io_uring request (IORING_OP_MADVISE):
+ * 0 with the request's result in *res, or -errno if io_uring is not
+ * there.
+ */
+int kt_uring_madvise(void *addr, size_t len, int advice, int *res);
+
+/*
+ * Fork a child that drops to uid (and gid uid, no supplementary groups),
+ * arms alarm(timeout_s) and exits with fn(arg)'s result (0 = good; 100
+ * if it could not become uid).  The child's pid, or -1.
+ */
+int kt_spawn_as(unsigned int uid, unsigned int timeout_s, int (*fn)(int *), int *arg);
+
+/* A child's exit status, 200 + signal if it was killed, -1 if lost. */
+int kt_reap(int pid);
+
+/* Wait at most timeout_s for one byte on fd: 0, or -1. */
+int kt_wait_byte(int fd, unsigned int timeout_s);
 
 /* Pass an fd over a UNIX socket (SCM_RIGHTS): 0, or -1. */
 int kt_send_fd(int sock, int fd);

@@ -24,7 +24,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "rc_test.h"
+#include "kt_harness.h"
 #include "test_kmod_util.h"
 
 static long pg;
@@ -51,7 +51,7 @@ static const unsigned long real_cmds[] = {
 
 static void test_fuzz(void)
 {
-	long iters = rc_env_long("KMOD_FUZZ_ITERS", 100000, 1, 1000000000);
+	long iters = kt_env_long("KMOD_FUZZ_ITERS", 100000, 1, 1000000000);
 	long long base_w = kt_sysfs("watches"), base_p = kt_sysfs("pinned_bytes");
 	long long base_c = kt_sysfs("nr_contexts");
 	unsigned long cmd;
@@ -62,18 +62,18 @@ static void test_fuzz(void)
 	void *arg;
 	int k, fd;
 
-	seed = (unsigned int)rc_env_long("KMOD_FUZZ_SEED", 12345, 0, UINT_MAX);
-	rc_diag("seed %u, %ld iterations", seed, iters);
+	seed = (unsigned int)kt_env_long("KMOD_FUZZ_SEED", 12345, 0, UINT_MAX);
+	kt_diag("seed %u, %ld iterations", seed, iters);
 	/* area: 16 pages of random bytes, then a PROT_NONE guard page */
 	area = mmap(NULL, 17 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CU_ASSERT_FATAL(area != MAP_FAILED);
-	CU_ASSERT_FATAL(mprotect(area + 16 * pg, pg, PROT_NONE) == 0);
+	KT_ASSERT(area != MAP_FAILED);
+	KT_ASSERT(mprotect(area + 16 * pg, pg, PROT_NONE) == 0);
 	guard_end = area + 16 * pg;
 	mem = kt_map_pages(64);		/* memory worth watching */
-	CU_ASSERT_FATAL(mem != NULL);
+	KT_ASSERT(mem != NULL);
 	ws = (struct regcache_watch *)(area + 8 * pg);
 	for (k = 0; k < 2; k++)
-		CU_ASSERT_FATAL(kt_open(&c[k], 0, k == 0) == 0);
+		KT_ASSERT(kt_open(&c[k], 0, k == 0) == 0);
 
 	while (ioctls < iters) {
 		int which = rand_r(&seed) % 16;
@@ -188,36 +188,36 @@ static void test_fuzz(void)
 			ok++;
 		ioctls++;
 	}
-	rc_diag("%ld ioctls (%ld succeeded), %ld reads and mmaps", ioctls, ok, calls);
-	CU_ASSERT(ioctls == iters);
+	kt_diag("%ld ioctls (%ld succeeded), %ld reads and mmaps", ioctls, ok, calls);
+	KT_EXPECT(ioctls == iters);
 
 	/* still healthy */
 	{
 		struct regcache_ctx_stats s;
 
-		CU_ASSERT(kt_stats(&c[0], &s) == 0);
-		CU_ASSERT(kt_ioctl(c[0].fd, REGCACHE_IOC_UNWATCH_ALL, NULL) == 0);
-		CU_ASSERT(kt_stats(&c[0], &s) == 0);
-		CU_ASSERT(s.watches == 0 && s.pinned_bytes == 0);
+		KT_EXPECT(kt_stats(&c[0], &s) == 0);
+		KT_EXPECT(kt_ioctl(c[0].fd, REGCACHE_IOC_UNWATCH_ALL, NULL) == 0);
+		KT_EXPECT(kt_stats(&c[0], &s) == 0);
+		KT_EXPECT(s.watches == 0 && s.pinned_bytes == 0);
 	}
 	for (k = 0; k < 2; k++)
 		kt_close(&c[k]);
-	CU_ASSERT(kt_sysfs("watches") == base_w);
-	CU_ASSERT(kt_sysfs("pinned_bytes") == base_p);
-	CU_ASSERT(kt_sysfs("nr_contexts") == base_c);
+	KT_EXPECT(kt_sysfs("watches") == base_w);
+	KT_EXPECT(kt_sysfs("pinned_bytes") == base_p);
+	KT_EXPECT(kt_sysfs("nr_contexts") == base_c);
 	munmap(area, 17 * pg);
 	munmap(mem, 64 * pg);
 }
 
 int main(int argc, char **argv)
 {
-	static const struct rc_test_case cases[] = {
+	static const struct kt_case cases[] = {
 		{ "random_ioctls", test_fuzz },
 		{ NULL, NULL },
 	};
 
 	pg = sysconf(_SC_PAGESIZE);
 	kt_require_device();
-	rc_add_suite("kmod_fuzz", NULL, NULL, cases);
-	return rc_test_main(argc, argv);
+	kt_add_suite("kmod_fuzz", NULL, NULL, cases);
+	return kt_main(argc, argv);
 }

@@ -2,25 +2,34 @@
 /*
  * test_kmod_util.c - helpers shared by the regcache.ko test programs.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* setresuid, setresgid */
+#endif
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <linux/io_uring.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-#include "rc_test.h"
+#include "kt_harness.h"
 #include "test_kmod_util.h"
 
 void kt_require_device(void)
 {
 	if (geteuid() != 0)
-		rc_skip_all("needs root");
+		kt_skip_all("needs root");
 	if (access(REGCACHE_DEVICE_PATH, F_OK) != 0)
-		rc_skip_all("%s absent (regcache.ko not loaded)", REGCACHE_DEVICE_PATH);
+		kt_skip_all("%s absent (regcache.ko not loaded)", REGCACHE_DEVICE_PATH);
 }
 
 int kt_ioctl(int fd, unsigned long cmd, void *arg)
@@ -95,7 +104,12 @@ int kt_watch(struct kt_ctx *c, const void *addr, size_t len, uint64_t cookie,
 
 int kt_unwatch(struct kt_ctx *c, uint32_t slot, uint64_t cookie)
 {
-	struct regcache_unwatch u = { .slot = slot, .cookie = cookie };
+	return kt_unwatch_word(c, slot, cookie, 0);
+}
+
+int kt_unwatch_word(struct kt_ctx *c, uint32_t slot, uint64_t cookie, uint64_t word)
+{
+	struct regcache_unwatch u = { .slot = slot, .cookie = cookie, .slot_word = word };
 
 	return kt_ioctl(c->fd, REGCACHE_IOC_UNWATCH, &u);
 }
@@ -116,12 +130,19 @@ uint64_t kt_slot(const struct kt_ctx *c, uint32_t slot)
 
 int kt_fdinfo(int fd, const char *key, long long *val)
 {
-	char path[64], line[256], want[80];
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	return kt_fdinfo_path(path, key, val);
+}
+
+int kt_fdinfo_path(const char *path, const char *key, long long *val)
+{
+	char line[256], want[80];
 	size_t n;
 	FILE *f;
 	int ret = -ENOENT;
 
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
 	snprintf(want, sizeof(want), "regcache-%s:", key);
 	n = strlen(want);
 	f = fopen(path, "r");
@@ -227,6 +248,39 @@ long long kt_sysfs(const char *name)
 	return kt_read_ll(path);
 }
 
+int kt_spawn_as(unsigned int uid, unsigned int timeout_s, int (*fn)(int *), int *arg)
+{
+	pid_t pid = fork();
+
+	if (pid)
+		return pid;
+	alarm(timeout_s);
+	if (setgroups(0, NULL) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+		_exit(100);
+	_exit(fn(arg));
+}
+
+int kt_reap(int pid)
+{
+	int st;
+
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return -1;
+	if (WIFSIGNALED(st))
+		return 200 + WTERMSIG(st);
+	return WEXITSTATUS(st);
+}
+
+int kt_wait_byte(int fd, unsigned int timeout_s)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char ch;
+
+	if (poll(&p, 1, (int)timeout_s * 1000) != 1)
+		return -1;
+	return read(fd, &ch, 1) == 1 ? 0 : -1;
+}
+
 int kt_send_fd(int sock, int fd)
 {
 	char cbuf[CMSG_SPACE(sizeof(int))];
@@ -266,4 +320,90 @@ int kt_recv_fd(int sock)
 		return -1;
 	memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
 	return fd;
+}
+
+static int kt_uring_setup(unsigned int entries, struct io_uring_params *p)
+{
+	long fd;
+
+	memset(p, 0, sizeof(*p));
+	fd = syscall(__NR_io_uring_setup, entries, p);
+	return fd < 0 ? -errno : (int)fd;
+}
+
+int kt_pin(void *addr, size_t len)
+{
+	struct iovec iov = { .iov_base = addr, .iov_len = len };
+	struct io_uring_params p;
+	int fd, ret;
+
+	fd = kt_uring_setup(1, &p);
+	if (fd < 0)
+		return fd;
+	if (syscall(__NR_io_uring_register, fd, IORING_REGISTER_BUFFERS, &iov, 1) < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/* Unregistering unpins now; closing the ring alone would do it later, from a worker. */
+void kt_unpin(int handle)
+{
+	syscall(__NR_io_uring_register, handle, IORING_UNREGISTER_BUFFERS, NULL, 0);
+	close(handle);
+}
+
+int kt_uring_madvise(void *addr, size_t len, int advice, int *res)
+{
+	struct io_uring_params p;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	size_t sq_len, cq_len;
+	char *sq, *cq;
+	unsigned int *tail, *head;
+	int fd, ret = 0;
+
+	fd = kt_uring_setup(1, &p);
+	if (fd < 0)
+		return fd;
+	sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned int);
+	cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+	sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
+		  IORING_OFF_SQ_RING);
+	cq = mmap(NULL, cq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
+		  IORING_OFF_CQ_RING);
+	sqe = mmap(NULL, sizeof(*sqe), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
+		   IORING_OFF_SQES);
+	if (sq == MAP_FAILED || cq == MAP_FAILED || sqe == MAP_FAILED) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_MADVISE;
+	sqe->addr = (uintptr_t)addr;
+	sqe->len = (uint32_t)len;
+	sqe->fadvise_advice = (uint32_t)advice;
+	((unsigned int *)(sq + p.sq_off.array))[0] = 0;
+	tail = (unsigned int *)(sq + p.sq_off.tail);
+	__atomic_store_n(tail, *tail + 1, __ATOMIC_RELEASE);
+	if (syscall(__NR_io_uring_enter, fd, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0) != 1) {
+		ret = -errno;
+		goto out;
+	}
+	head = (unsigned int *)(cq + p.cq_off.head);
+	cqe = (struct io_uring_cqe *)(cq + p.cq_off.cqes) +
+	      (*head & *(unsigned int *)(cq + p.cq_off.ring_mask));
+	*res = cqe->res;
+	__atomic_store_n(head, *head + 1, __ATOMIC_RELEASE);
+out:
+	if (sqe != MAP_FAILED)
+		munmap(sqe, sizeof(*sqe));
+	if (cq != MAP_FAILED)
+		munmap(cq, cq_len);
+	if (sq != MAP_FAILED)
+		munmap(sq, sq_len);
+	close(fd);
+	return ret;
 }

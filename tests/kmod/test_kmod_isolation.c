@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "rc_test.h"
+#include "kt_harness.h"
 #include "test_kmod_util.h"
 
 static long pg;
@@ -68,12 +68,12 @@ static void assert_untouched(struct kt_ctx *c, uint32_t slot, uint64_t word)
 	struct regcache_ctx_stats s;
 	struct regcache_event ev[4];
 
-	CU_ASSERT(kt_slot(c, slot) == word);
-	CU_ASSERT(kt_stats(c, &s) == 0);
-	CU_ASSERT(s.watches == 1);
-	CU_ASSERT(s.watch_calls == 1);
-	CU_ASSERT(s.unwatch_calls == 0);
-	CU_ASSERT(kt_read_events(c, ev, 4) == -EAGAIN);
+	KT_EXPECT(kt_slot(c, slot) == word);
+	KT_EXPECT(kt_stats(c, &s) == 0);
+	KT_EXPECT(s.watches == 1);
+	KT_EXPECT(s.watch_calls == 1);
+	KT_EXPECT(s.unwatch_calls == 0);
+	KT_EXPECT(kt_read_events(c, ev, 4) == -EAGAIN);
 }
 
 static void test_forked_child(void)
@@ -85,10 +85,10 @@ static void test_forked_child(void)
 	pid_t pid;
 	int st;
 
-	CU_ASSERT_FATAL(p && kt_open(&c, 0, true) == 0);
-	CU_ASSERT_FATAL(kt_watch(&c, p, 2 * pg, 11, 0, &slot, &word) == 0);
+	KT_ASSERT(p && kt_open(&c, 0, true) == 0);
+	KT_ASSERT(kt_watch(&c, p, 2 * pg, 11, 0, &slot, &word) == 0);
 	pid = fork();
-	CU_ASSERT_FATAL(pid >= 0);
+	KT_ASSERT(pid >= 0);
 	if (!pid) {
 		int bad = foreign_attempts(c.fd, c.info.status_size, p);
 
@@ -97,10 +97,10 @@ static void test_forked_child(void)
 			bad = 4096;
 		_exit(bad ? 1 : 0);
 	}
-	CU_ASSERT(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
-	CU_ASSERT(WEXITSTATUS(st) == 0);
+	KT_EXPECT(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+	KT_EXPECT(WEXITSTATUS(st) == 0);
 	if (WEXITSTATUS(st))
-		rc_diag("child: attempts that did not get EIO: exit %d", WEXITSTATUS(st));
+		kt_diag("child: attempts that did not get EIO: exit %d", WEXITSTATUS(st));
 	assert_untouched(&c, slot, word);
 	kt_close(&c);
 	munmap(p, 2 * pg);
@@ -116,9 +116,9 @@ static void test_scm_rights(void)
 	uint64_t word;
 	pid_t pid;
 
-	CU_ASSERT_FATAL(p && socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	KT_ASSERT(p && socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
 	pid = fork();
-	CU_ASSERT_FATAL(pid >= 0);
+	KT_ASSERT(pid >= 0);
 	if (!pid) {
 		char *mine = kt_map_pages(1);
 		int fd, bad;
@@ -133,11 +133,11 @@ static void test_scm_rights(void)
 		_exit(bad ? 1 : 0);
 	}
 	close(sv[1]);
-	CU_ASSERT_FATAL(kt_open(&c, 0, true) == 0);
-	CU_ASSERT_FATAL(kt_watch(&c, p, 2 * pg, 12, 0, &slot, &word) == 0);
-	CU_ASSERT(kt_send_fd(sv[0], c.fd) == 0);
-	CU_ASSERT(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
-	CU_ASSERT(WEXITSTATUS(st) == 0);
+	KT_ASSERT(kt_open(&c, 0, true) == 0);
+	KT_ASSERT(kt_watch(&c, p, 2 * pg, 12, 0, &slot, &word) == 0);
+	KT_EXPECT(kt_send_fd(sv[0], c.fd) == 0);
+	KT_EXPECT(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+	KT_EXPECT(WEXITSTATUS(st) == 0);
 	close(sv[0]);
 	assert_untouched(&c, slot, word);
 	kt_close(&c);
@@ -154,16 +154,16 @@ static void test_child_same_va(void)
 	pid_t pid;
 	int st;
 
-	CU_ASSERT_FATAL(p && kt_open(&c, 0, true) == 0);
-	CU_ASSERT_FATAL(kt_watch(&c, p, 4 * pg, 13, 0, &slot, &word) == 0);
+	KT_ASSERT(p && kt_open(&c, 0, true) == 0);
+	KT_ASSERT(kt_watch(&c, p, 4 * pg, 13, 0, &slot, &word) == 0);
 	pid = fork();
-	CU_ASSERT_FATAL(pid >= 0);
+	KT_ASSERT(pid >= 0);
 	if (!pid) {
 		madvise(p, 4 * pg, MADV_DONTNEED);
 		munmap(p, 4 * pg);
 		_exit(0);
 	}
-	CU_ASSERT(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+	KT_EXPECT(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
 	assert_untouched(&c, slot, word);
 	kt_close(&c);
 	munmap(p, 4 * pg);
@@ -178,9 +178,9 @@ static void test_events_own_memory(void)
 	char *p;
 	pid_t pid;
 
-	CU_ASSERT_FATAL(pipe(pfd) == 0);
+	KT_ASSERT(pipe(pfd) == 0);
 	pid = fork();
-	CU_ASSERT_FATAL(pid >= 0);
+	KT_ASSERT(pid >= 0);
 	/* both sides run the same code with different cookie bases */
 	{
 		uint64_t base = pid ? 0x1000 : 0x2000, other = pid ? 0x2000 : 0x1000;
@@ -210,16 +210,16 @@ static void test_events_own_memory(void)
 		if (!pid)
 			_exit(bad);
 	}
-	CU_ASSERT(bad == 0);
-	CU_ASSERT(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
-	CU_ASSERT(WEXITSTATUS(st) == 0);
+	KT_EXPECT(bad == 0);
+	KT_EXPECT(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+	KT_EXPECT(WEXITSTATUS(st) == 0);
 	close(pfd[0]);
 	close(pfd[1]);
 }
 
 int main(int argc, char **argv)
 {
-	static const struct rc_test_case cases[] = {
+	static const struct kt_case cases[] = {
 		{ "forked_child_eio", test_forked_child },
 		{ "scm_rights_eio", test_scm_rights },
 		{ "child_same_va_no_event", test_child_same_va },
@@ -229,6 +229,6 @@ int main(int argc, char **argv)
 
 	pg = sysconf(_SC_PAGESIZE);
 	kt_require_device();
-	rc_add_suite("kmod_isolation", NULL, NULL, cases);
-	return rc_test_main(argc, argv);
+	kt_add_suite("kmod_isolation", NULL, NULL, cases);
+	return kt_main(argc, argv);
 }

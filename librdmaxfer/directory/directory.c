@@ -220,7 +220,7 @@ void rdmaxfer_directory_close(struct rdmaxfer_directory *dir)
 	if (!dir)
 		return;
 	pthread_mutex_lock(&dir->lock);
-	dir->closing = true;
+	__atomic_store_n(&dir->closing, true, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&dir->cond);
 	pthread_cond_broadcast(&dir->ka_cond);
 	pthread_mutex_unlock(&dir->lock);
@@ -474,6 +474,34 @@ static int wait_target(struct rdmaxfer_directory *dir, const char *name,
 	}
 }
 
+/*
+ * The watch not in sync yet (a directory just opened): NAME read from
+ * etcd directly, so the first connection does not wait for the whole
+ * namespace.  t->gen is DIR_GEN_DIRECT: the watch compares the peer with
+ * its own entry once its first list is in.
+ */
+static int direct_target(struct rdmaxfer_directory *dir, const char *name,
+			 struct target *t)
+{
+	struct dir_state st;
+	struct dir_agent *a;
+	int ret;
+
+	ret = dir_state_init(&st, dir->ns, 1, dir->attr.max_exports);
+	if (!ret)
+		ret = read_name(dir, name, &st);
+	if (!ret) {
+		a = dir_state_find(&st, name);
+		if (dir_agent_present(a))
+			ret = target_copy(a, t, true);
+		else
+			ret = a && a->bad ? a->bad : -ENOENT;
+	}
+	t->gen = DIR_GEN_DIRECT;
+	dir_state_fini(&st);
+	return ret;
+}
+
 DIR_EXPORT
 int rdmaxfer_connect_name(struct rdmaxfer_directory *dir,
 			  struct rdmaxfer_agent *agent, const char *name,
@@ -483,6 +511,7 @@ int rdmaxfer_connect_name(struct rdmaxfer_directory *dir,
 	struct target t = { 0 };
 	struct rdmaxfer_peer *peer = NULL;
 	struct dir_agent *a;
+	bool synced;
 	int ret, tries;
 
 	if (!dir || !agent || !peerp || !dir_name_valid(name))
@@ -491,8 +520,15 @@ int rdmaxfer_connect_name(struct rdmaxfer_directory *dir,
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&dir->lock);
-	ret = wait_target(dir, name, timeout_ms, deadline, &t);
+	synced = dir->synced;
 	pthread_mutex_unlock(&dir->lock);
+	ret = synced ? -ENOENT : direct_target(dir, name, &t);
+	/* not there (yet): wait for it as the watch sees it */
+	if (ret == -ENOENT) {
+		pthread_mutex_lock(&dir->lock);
+		ret = wait_target(dir, name, timeout_ms, deadline, &t);
+		pthread_mutex_unlock(&dir->lock);
+	}
 	if (ret)
 		goto out;
 	/* what is left of timeout_ms (at least 1 ms), or the agent's own */
@@ -509,9 +545,18 @@ int rdmaxfer_connect_name(struct rdmaxfer_directory *dir,
 			goto destroy;
 	}
 	/* the entry may have changed while we connected: catch up, then
-	 * hand the peer to the watch under the same lock */
+	 * hand the peer to the watch under the same lock (before its first
+	 * list, as read: the list's end compares) */
 	for (tries = 0;; tries++) {
 		pthread_mutex_lock(&dir->lock);
+		if (!dir->synced) {
+			ret = dir_follow_add(dir, name, agent, peer, t.id,
+					     DIR_GEN_DIRECT, t.n > 0);
+			pthread_mutex_unlock(&dir->lock);
+			if (ret)
+				goto destroy;
+			break;
+		}
 		a = dir_state_find(&dir->st, name);
 		if (!dir_agent_present(a) || a->md->agent_id != t.id ||
 		    tries == 16) {

@@ -260,6 +260,10 @@ struct dir_orphan {
 	bool prefix;			/* every key under it */
 };
 
+/* the generation of a peer connected from a direct read (no table entry
+ * yet): never an entry's, so the watch's first list compares */
+#define DIR_GEN_DIRECT	UINT64_MAX
+
 /* A peer connected by name, followed by the watch. */
 struct dir_follow {
 	struct dir_follow *next;
@@ -315,6 +319,12 @@ struct rdmaxfer_directory {
 	uint64_t events, republished, resyncs, peers_failed, peers_updated;
 	int publish_err, watch_err;
 };
+
+/* closing is set under lock and read, without it, by the threads' loops */
+static inline bool dir_closing(struct rdmaxfer_directory *dir)
+{
+	return __atomic_load_n(&dir->closing, __ATOMIC_ACQUIRE);
+}
 
 int64_t dir_now_ns(void);
 /* lock held: wait on cond until deadline_ns (0: forever); -ETIMEDOUT */

@@ -43,68 +43,67 @@ static const struct rdmaxfer_desc nothing_exported = {
 
 /* ------------------------------------------------ peers followed by name */
 
-/* lock held: make the peers of entry a agree with it */
+/*
+ * lock held: make the peer of f agree with entry a (NULL: none under the
+ * name); true when f is done with (the peer failed, or destroyed).
+ */
+static bool follow_one(struct rdmaxfer_directory *dir, struct dir_follow *f,
+		       struct dir_agent *a)
+{
+	struct rdmaxfer_desc *descs = NULL;
+	size_t n;
+	int ret;
+
+	if (!dir_agent_present(a) || a->md->agent_id != f->remote_id) {
+		/* left, or another agent under the name now */
+		if (!rx_peer_hook_update(f->agent, f->peer, f->remote_id,
+					 -ESTALE, false, NULL, 0))
+			dir->peers_failed++;
+		return true;
+	}
+	if (f->gen == a->gen)
+		return false;
+	n = dir_agent_exports(a, NULL, 0);
+	descs = n ? malloc(n * sizeof(*descs)) : NULL;
+	if (n && !descs)
+		return false;		/* the next change tries again */
+	dir_agent_exports(a, descs, n);
+	f->had_exports |= n > 0;
+	if (!n && f->had_exports)
+		ret = rx_peer_hook_update(f->agent, f->peer, f->remote_id, 0,
+					  true, &nothing_exported, 1);
+	else
+		ret = rx_peer_hook_update(f->agent, f->peer, f->remote_id, 0,
+					  true, descs, n);
+	free(descs);
+	if (ret == -ENOENT)		/* the application destroyed it */
+		return true;
+	if (!ret) {
+		dir->peers_updated++;
+		f->gen = a->gen;
+	}
+	return false;
+}
+
+/* lock held: the follows of entry a (NULL: every follow, each against
+ * its own entry, as after a list) */
 static void follow_entry(struct rdmaxfer_directory *dir, struct dir_agent *a)
 {
 	struct dir_follow **pp = &dir->follows, *f;
-	struct rdmaxfer_desc *descs = NULL;
-	size_t n = 0;
-	bool have = false;
 
 	while ((f = *pp)) {
-		int ret;
-
-		if (strcmp(f->name, a->name)) {
+		if (a && strcmp(f->name, a->name)) {
 			pp = &f->next;
 			continue;
 		}
-		if (!dir_agent_present(a) || a->md->agent_id != f->remote_id) {
-			/* left, or another agent under the name now */
-			if (!rx_peer_hook_update(f->agent, f->peer,
-						 f->remote_id, -ESTALE, false,
-						 NULL, 0))
-				dir->peers_failed++;
+		if (follow_one(dir, f, a ? a : dir_state_find(&dir->st, f->name))) {
 			*pp = f->next;
 			dir->nfollows--;
 			free(f);
 			continue;
-		}
-		if (f->gen == a->gen) {
-			pp = &f->next;
-			continue;
-		}
-		if (!have) {
-			n = dir_agent_exports(a, NULL, 0);
-			descs = n ? malloc(n * sizeof(*descs)) : NULL;
-			if (n && !descs) {
-				pp = &f->next;	/* next change tries again */
-				continue;
-			}
-			dir_agent_exports(a, descs, n);
-			have = true;
-		}
-		f->had_exports |= n > 0;
-		if (!n && f->had_exports)
-			ret = rx_peer_hook_update(f->agent, f->peer,
-						  f->remote_id, 0, true,
-						  &nothing_exported, 1);
-		else
-			ret = rx_peer_hook_update(f->agent, f->peer,
-						  f->remote_id, 0, true,
-						  descs, n);
-		if (ret == -ENOENT) {		/* the application destroyed it */
-			*pp = f->next;
-			dir->nfollows--;
-			free(f);
-			continue;
-		}
-		if (!ret) {
-			dir->peers_updated++;
-			f->gen = a->gen;
 		}
 		pp = &f->next;
 	}
-	free(descs);
 }
 
 /* lock held */
@@ -355,7 +354,7 @@ static size_t on_stream(char *p, size_t size, size_t nmemb, void *user)
 	struct stream *s = user;
 	size_t n = size * nmemb, start = 0, i;
 
-	if (s->dir->closing)
+	if (dir_closing(s->dir))
 		return 0;
 	if (n > DIR_RESPONSE_MAX - s->len) {
 		s->err = -E2BIG;
@@ -434,7 +433,7 @@ static int run_stream(struct rdmaxfer_directory *dir, struct dir_conn *c,
 		return ret;
 	curl_easy_getinfo(c->curl, CURLINFO_PRIVATE, (char **)&hdrs);
 	curl_multi_add_handle(multi, c->curl);
-	while (running && !dir->closing) {
+	while (running && !dir_closing(dir)) {
 		int64_t now = dir_now_ns(), next;
 		int wait_ms = 1000;
 
@@ -509,6 +508,9 @@ static int relist(struct rdmaxfer_directory *dir, struct dir_conn *c,
 	dir->synced = true;
 	dir->watch_err = 0;
 	follow_all(dir);
+	/* and the peers connected before this list, from a direct read,
+	 * whose name it does not hold or holds as it was then */
+	follow_entry(dir, NULL);
 	pthread_mutex_unlock(&dir->lock);
 	deliver(dir);
 	return 0;
@@ -536,7 +538,7 @@ static void *watch_main(void *arg)
 	pthread_mutex_lock(&dir->lock);
 	dir->multi = multi;
 	pthread_mutex_unlock(&dir->lock);
-	while (!dir->closing) {
+	while (!dir_closing(dir)) {
 		if (s.relist) {
 			ret = relist(dir, &c, &s);
 			if (ret) {
@@ -548,7 +550,7 @@ static void *watch_main(void *arg)
 			}
 		}
 		ret = run_stream(dir, &c, multi, &s);
-		if (dir->closing)
+		if (dir_closing(dir))
 			break;
 		pthread_mutex_lock(&dir->lock);
 		dir->watch_err = ret;

@@ -43,9 +43,15 @@ int rx_peer_hook_update(struct rdmaxfer_agent *agent,
 			peer->exports = x;
 			x = old;
 		}
-		if (err < 0 && peer->state == RDMAXFER_PEER_CONNECTED)
-			rx_peer_fail(peer, err);
 		ret = 0;
+		/* the data path of a single-thread agent runs without this
+		 * lock: failing the peer here would race with it (prepares
+		 * read the exports list under the lock, so that part is
+		 * safe) */
+		if (err < 0 && (agent->attr.flags & RDMAXFER_AGENT_SINGLE_THREAD))
+			ret = -EOPNOTSUPP;
+		else if (err < 0 && peer->state == RDMAXFER_PEER_CONNECTED)
+			rx_peer_fail(peer, err);
 		break;
 	}
 	pthread_mutex_unlock(&agent->lock);

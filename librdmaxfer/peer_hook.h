@@ -28,7 +28,9 @@
  * rdmaxfer_peer_set_exports()); with err < 0, fail it with err when it is
  * CONNECTED (as a failed work completion would: RDMAXFER_PEER_ERROR,
  * rdmaxfer_peer_error() err).  Returns 0, -ENOENT (not such a peer any
- * more), or the errors of rdmaxfer_peer_set_exports().
+ * more), -EOPNOTSUPP (err on an RDMAXFER_AGENT_SINGLE_THREAD agent, whose
+ * data path takes no lock: not failed, the exports part done), or the
+ * errors of rdmaxfer_peer_set_exports().
  */
 int rx_peer_hook_update(struct rdmaxfer_agent *agent,
 			struct rdmaxfer_peer *peer, uint64_t remote_id,

@@ -55,9 +55,12 @@ static bool follow_one(struct rdmaxfer_directory *dir, struct dir_follow *f,
 	int ret;
 
 	if (!dir_agent_present(a) || a->md->agent_id != f->remote_id) {
-		/* left, or another agent under the name now */
-		if (!rx_peer_hook_update(f->agent, f->peer, f->remote_id,
-					 -ESTALE, false, NULL, 0))
+		/* left, or another agent under the name now; a single-thread
+		 * agent's peer cannot be failed from this thread: fenced
+		 * instead, every prepare on it refused here */
+		ret = rx_peer_hook_update(f->agent, f->peer, f->remote_id,
+					  -ESTALE, true, &nothing_exported, 1);
+		if (!ret || ret == -EOPNOTSUPP)
 			dir->peers_failed++;
 		return true;
 	}

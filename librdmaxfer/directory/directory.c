@@ -259,49 +259,76 @@ int rdmaxfer_directory_query(struct rdmaxfer_directory *dir,
 
 /* --------------------------------------------------- look-up and list */
 
-/* The agent key of NAME alone (a range of one key). */
-static int read_agent_key(struct rdmaxfer_directory *dir, const char *key,
-			  struct dir_state *st, int64_t *revp)
+static json_object *range_op(const char *key, const char *end)
 {
-	json_object *r = json_object_new_object(), *resp = NULL;
-	uint8_t *last = NULL;
-	size_t last_len;
-	bool more;
-	int ret;
+	json_object *op = json_object_new_object(), *r = json_object_new_object();
 
-	if (!r)
-		return -ENOMEM;
+	if (!op || !r) {
+		json_object_put(op);
+		json_object_put(r);
+		return NULL;
+	}
 	json_object_object_add(r, "key", dir_json_b64(key, strlen(key)));
-	ret = dir_etcd_call(&dir->conn, "/v3/kv/range", r, &resp);
-	if (ret)
-		return ret;
-	ret = dir_state_range_page(st, resp, &more, revp, &last, &last_len);
-	free(last);
-	json_object_put(resp);
-	return ret;
+	if (end)
+		json_object_object_add(r, "range_end",
+				       dir_json_b64(end, strlen(end)));
+	json_object_object_add(op, "request_range", r);
+	return op;
 }
 
-/* NAME's keys from etcd at one revision, into st (no watch). */
+/*
+ * NAME's keys from etcd into st (no watch): its agent key and its export
+ * keys, two ranges of one transaction, so one request and one revision.
+ */
 static int read_name(struct rdmaxfer_directory *dir, const char *name,
 		     struct dir_state *st)
 {
-	char key[DIR_KEY_MAX], end[DIR_KEY_MAX];
-	int64_t rev = 0;
+	char key[DIR_KEY_MAX], pre[DIR_KEY_MAX], end[DIR_KEY_MAX];
+	json_object *r, *ops, *resp = NULL, *arr, *rr;
+	uint8_t *last = NULL;
+	size_t i, last_len;
+	int64_t rev;
+	bool more;
 	int ret;
 
 	if (dir_key_agent(dir->ns, name, key, sizeof(key)) ||
-	    dir_key_exports(dir->ns, name, end, sizeof(end)))
+	    dir_key_exports(dir->ns, name, pre, sizeof(pre)))
 		return -EINVAL;
-	dir_state_list_begin(st);
-	pthread_mutex_lock(&dir->call_lock);
-	ret = read_agent_key(dir, key, st, &rev);
-	if (!ret) {
-		/* NS/exports/NAME/ .. NS/exports/NAME0, at the same revision */
-		snprintf(key, sizeof(key), "%s", end);
-		end[strlen(end) - 1]++;
-		ret = dir_read_range(&dir->conn, st, NULL, key, end, &rev);
+	/* NS/exports/NAME/ .. NS/exports/NAME0 */
+	snprintf(end, sizeof(end), "%s", pre);
+	end[strlen(end) - 1]++;
+	r = json_object_new_object();
+	ops = json_object_new_array();
+	if (!r || !ops) {
+		json_object_put(r);
+		json_object_put(ops);
+		return -ENOMEM;
 	}
+	json_object_array_add(ops, range_op(key, NULL));
+	json_object_array_add(ops, range_op(pre, end));
+	json_object_object_add(r, "success", ops);
+	pthread_mutex_lock(&dir->call_lock);
+	ret = dir_etcd_call(&dir->conn, "/v3/kv/txn", r, &resp);
 	pthread_mutex_unlock(&dir->call_lock);
+	if (ret)
+		return ret;
+	dir_state_list_begin(st);
+	if (!json_object_object_get_ex(resp, "responses", &arr) ||
+	    !json_object_is_type(arr, json_type_array) ||
+	    json_object_array_length(arr) != 2)
+		ret = -EBADMSG;
+	for (i = 0; !ret && i < 2; i++) {
+		if (!json_object_object_get_ex(json_object_array_get_idx(arr, i),
+					       "response_range", &rr)) {
+			ret = -EBADMSG;
+			break;
+		}
+		ret = dir_state_range_page(st, rr, &more, &rev, &last,
+					   &last_len);
+		free(last);
+		last = NULL;
+	}
+	json_object_put(resp);
 	return ret;
 }
 
@@ -516,18 +543,20 @@ int rdmaxfer_connect_name(struct rdmaxfer_directory *dir,
 
 	if (!dir || !agent || !peerp || !dir_name_valid(name))
 		return -EINVAL;
-	ret = dir_watch_start(dir);
-	if (ret)
-		return ret;
 	pthread_mutex_lock(&dir->lock);
 	synced = dir->synced;
 	pthread_mutex_unlock(&dir->lock);
+	/* a watch starting now would compete with this connection for the
+	 * CPU and for etcd: it starts once the peer is handed over */
 	ret = synced ? -ENOENT : direct_target(dir, name, &t);
 	/* not there (yet): wait for it as the watch sees it */
 	if (ret == -ENOENT) {
-		pthread_mutex_lock(&dir->lock);
-		ret = wait_target(dir, name, timeout_ms, deadline, &t);
-		pthread_mutex_unlock(&dir->lock);
+		ret = dir_watch_start(dir);
+		if (!ret) {
+			pthread_mutex_lock(&dir->lock);
+			ret = wait_target(dir, name, timeout_ms, deadline, &t);
+			pthread_mutex_unlock(&dir->lock);
+		}
 	}
 	if (ret)
 		goto out;
@@ -579,6 +608,10 @@ int rdmaxfer_connect_name(struct rdmaxfer_directory *dir,
 		if (ret)
 			goto destroy;
 	}
+	/* the watch follows the peer from here (a no-op when it runs) */
+	ret = dir_watch_start(dir);
+	if (ret)
+		goto destroy;
 	*peerp = peer;
 	target_free(&t);
 	return 0;

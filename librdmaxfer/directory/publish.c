@@ -456,30 +456,34 @@ static int desc_check(const struct rdmaxfer_desc *d)
 	return 0;
 }
 
-/* pub_lock held: a new export of p, its key's value blob given */
+/* pub_lock held: a new export of p, the value of its key in blob (which
+ * it takes, freed on failure) */
 static int export_add(struct rdmaxfer_directory *dir, struct dir_pub *p,
 		      const struct rdmaxfer_desc *d, uint8_t *blob,
 		      size_t len, struct rdmaxfer_mem *mem)
 {
-	struct dir_pub_export *x;
+	struct dir_pub_export *x = NULL;
 	char key[DIR_KEY_MAX];
 	int ret;
 
 	if (find_export(p, d))
-		return -EEXIST;
-	if (p->nexports >= dir->attr.max_exports)
-		return -ENOSPC;
-	ret = dir_key_export(dir->ns, p->name, d, key, sizeof(key));
-	if (ret)
-		return ret;
-	x = calloc(1, sizeof(*x));
-	if (!x)
-		return -ENOMEM;
-	pthread_mutex_lock(&dir->call_lock);
-	ret = etcd_put(&dir->conn, key, blob, len, dir->lease_id);
-	pthread_mutex_unlock(&dir->call_lock);
+		ret = -EEXIST;
+	else if (p->nexports >= dir->attr.max_exports)
+		ret = -ENOSPC;
+	else
+		ret = dir_key_export(dir->ns, p->name, d, key, sizeof(key));
+	if (!ret) {
+		x = calloc(1, sizeof(*x));
+		ret = x ? 0 : -ENOMEM;
+	}
+	if (!ret) {
+		pthread_mutex_lock(&dir->call_lock);
+		ret = etcd_put(&dir->conn, key, blob, len, dir->lease_id);
+		pthread_mutex_unlock(&dir->call_lock);
+	}
 	if (ret) {
 		free(x);
+		free(blob);
 		return ret;
 	}
 	x->desc = *d;
@@ -518,6 +522,16 @@ static int pack_export(struct dir_pub *p, const struct rdmaxfer_desc *d,
 	return 0;
 }
 
+/* pub_lock held: the publication of name, made by an agent */
+static int agent_pub(struct rdmaxfer_directory *dir, const char *name,
+		     struct dir_pub **pp)
+{
+	*pp = find_pub(dir, name);
+	if (!*pp)
+		return -ENOENT;
+	return (*pp)->agent ? 0 : -EOPNOTSUPP;
+}
+
 DIR_EXPORT
 int rdmaxfer_directory_export(struct rdmaxfer_directory *dir,
 			      const char *name,
@@ -531,18 +545,11 @@ int rdmaxfer_directory_export(struct rdmaxfer_directory *dir,
 	if (!dir || !desc || !dir_name_valid(name) || desc_check(desc))
 		return -EINVAL;
 	pthread_mutex_lock(&dir->pub_lock);
-	p = find_pub(dir, name);
-	if (!p)
-		ret = -ENOENT;
-	else if (!p->agent)
-		ret = -EOPNOTSUPP;
-	else
+	ret = agent_pub(dir, name, &p);
+	if (!ret)
 		ret = pack_export(p, desc, &blob, &len);
-	if (!ret) {
+	if (!ret)
 		ret = export_add(dir, p, desc, blob, len, NULL);
-		if (ret)
-			free(blob);
-	}
 	pthread_mutex_unlock(&dir->pub_lock);
 	return ret;
 }
@@ -581,8 +588,6 @@ int rdmaxfer_directory_export_md(struct rdmaxfer_directory *dir,
 	if (!ret) {
 		memcpy(copy, blob, len);
 		ret = export_add(dir, p, &d, copy, len, NULL);
-		if (ret)
-			free(copy);
 	}
 	pthread_mutex_unlock(&dir->pub_lock);
 	return ret;
@@ -605,15 +610,9 @@ int rdmaxfer_directory_export_mem(struct rdmaxfer_directory *dir,
 	    !access || (access & ~RDMAXFER_ACCESS_REMOTE))
 		return -EINVAL;
 	pthread_mutex_lock(&dir->pub_lock);
-	p = find_pub(dir, name);
-	if (!p) {
-		ret = -ENOENT;
+	ret = agent_pub(dir, name, &p);
+	if (ret)
 		goto out;
-	}
-	if (!p->agent) {
-		ret = -EOPNOTSUPP;
-		goto out;
-	}
 	/* a cached rkey outlives its deregistration: a withdrawal could
 	 * not make the target refuse it */
 	ret = rdmaxfer_agent_query(p->agent, &info);
@@ -627,8 +626,10 @@ int rdmaxfer_directory_export_mem(struct rdmaxfer_directory *dir,
 		ret = rdmaxfer_mem_desc(mem, 0, 0, &d);
 	if (!ret)
 		ret = pack_export(p, &d, &blob, &blen);
-	if (!ret)
+	if (!ret) {
 		ret = export_add(dir, p, &d, blob, blen, mem);
+		blob = NULL;		/* export_add's now */
+	}
 	if (ret) {
 		free(blob);
 		if (mem)

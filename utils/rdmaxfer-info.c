@@ -727,6 +727,7 @@ static int show_directory(const char *url, const char *name)
 	rdmaxfer_directory_attr_init(&a);
 	a.endpoints = url;
 	a.retry_ms = 2000;
+	a.timeout_ms = 5000;
 	ret = rdmaxfer_directory_open(&a, &dir);
 	if (ret) {
 		fprintf(stderr, "%s: cannot reach the directory at %s: %s (%d)\n",

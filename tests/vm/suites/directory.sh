@@ -44,10 +44,11 @@ tools_by_name()
 		sleep 0.5
 	done
 	cat /tmp/info-one.out
-	"$INFO" --directory $URL >/tmp/info-all.out 2>&1 || return 1
+	"$INFO" --directory $URL >/tmp/info-all.out 2>&1
+	st=$?
 	cat /tmp/info-all.out
-	grep -q "bench-srv" /tmp/info-all.out || return 1
-	timeout 120 "$BENCH" -d "$RXE_DEV" --timeout 60000 --validate -n 200 \
+	[ $st = 0 ] && grep -q "bench-srv" /tmp/info-all.out || return 1
+	timeout 120 "$BENCH" -d "$RXE_DEV" --timeout 60000 --validate -n 50 -s 16384 \
 		--directory $URL --name bench-srv write_bw ||
 		{ cat /tmp/bench-srv.out; return 1; }
 	wait $srv_pid || { cat /tmp/bench-srv.out; return 1; }

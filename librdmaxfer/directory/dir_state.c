@@ -770,7 +770,8 @@ int dir_state_snapshot(struct dir_state *st, struct rdmaxfer_dir_list **listp)
 		}
 	}
 	l->n = n;
-	qsort(l->agents, n, sizeof(*l->agents), by_name);
+	if (n > 1)
+		qsort(l->agents, n, sizeof(*l->agents), by_name);
 	*listp = l;
 	return 0;
 }

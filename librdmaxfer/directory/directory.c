@@ -557,6 +557,9 @@ int rdmaxfer_connect_name(struct rdmaxfer_directory *dir,
 			ret = wait_target(dir, name, timeout_ms, deadline, &t);
 			pthread_mutex_unlock(&dir->lock);
 		}
+		/* the watch not in sync by then: the read said absent */
+		if (ret == -ETIMEDOUT && !synced)
+			ret = -ENOENT;
 	}
 	if (ret)
 		goto out;

@@ -2092,8 +2092,12 @@ static int open_directory(void)
 	a.timeout_ms = o.timeout_ms;
 	ret = rdmaxfer_directory_open(&a, &bench_dir);
 	if (ret) {
-		fprintf(stderr, "%s: cannot reach the directory at %s: %s (%d)\n",
-			prog, o.directory, strerror(-ret), ret);
+		if (ret == -EOPNOTSUPP)
+			fprintf(stderr, "%s: this librdmaxfer was built without etcd support (configure --with-etcd, libcurl and json-c): %s (%d)\n",
+				prog, strerror(-ret), ret);
+		else
+			fprintf(stderr, "%s: cannot reach the directory at %s: %s (%d)\n",
+				prog, o.directory, strerror(-ret), ret);
 		return 1;
 	}
 	if (o.name)

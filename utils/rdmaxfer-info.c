@@ -730,8 +730,12 @@ static int show_directory(const char *url, const char *name)
 	a.timeout_ms = 5000;
 	ret = rdmaxfer_directory_open(&a, &dir);
 	if (ret) {
-		fprintf(stderr, "%s: cannot reach the directory at %s: %s (%d)\n",
-			prog, url, strerror(-ret), ret);
+		if (ret == -EOPNOTSUPP)
+			fprintf(stderr, "%s: this librdmaxfer was built without etcd support (configure --with-etcd, libcurl and json-c): %s (%d)\n",
+				prog, strerror(-ret), ret);
+		else
+			fprintf(stderr, "%s: cannot reach the directory at %s: %s (%d)\n",
+				prog, url, strerror(-ret), ret);
 		return 1;
 	}
 	rdmaxfer_directory_query(dir, &info);

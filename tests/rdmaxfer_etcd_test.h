@@ -10,7 +10,8 @@
  * caller skips with that.  te_start() waits, bounded, until etcd answers
  * /health; te_restart() kills it and starts it again on the same ports,
  * keeping or wiping its data.  te_put() writes a key the way no
- * directory would (garbage, another agent's blob over a name).
+ * directory would (garbage, another agent's blob over a name), te_post()
+ * any request (a lease revoked under a publisher).
  * Includers build librdmaxfer/directory/dir_codec.c and link libcurl and
  * json-c.
  */
@@ -272,19 +273,16 @@ static inline void te_stop(struct test_etcd *e, int show_log)
 	e->dir[0] = 0;
 }
 
-/* A raw PUT (no lease) of [val, val + len) under key: 0 or -EIO. */
-static inline int te_put(const struct test_etcd *e, const char *key,
-			 const void *val, size_t len)
+/* A raw POST of the JSON r (taken) to path: 0 (HTTP 200) or -EIO. */
+static inline int te_post(const struct test_etcd *e, const char *path,
+			  json_object *r)
 {
-	json_object *r = json_object_new_object();
 	CURL *h = curl_easy_init();
 	char url[200];
 	long code = 0;
 	CURLcode rc;
 
-	json_object_object_add(r, "key", dir_json_b64(key, strlen(key)));
-	json_object_object_add(r, "value", dir_json_b64(val, len));
-	snprintf(url, sizeof(url), "%s/v3/kv/put", e->url);
+	snprintf(url, sizeof(url), "%s%s", e->url, path);
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS,
 			 json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN));
@@ -296,6 +294,17 @@ static inline int te_put(const struct test_etcd *e, const char *key,
 	curl_easy_cleanup(h);
 	json_object_put(r);
 	return code == 200 ? 0 : -EIO;
+}
+
+/* A raw PUT (no lease) of [val, val + len) under key: 0 or -EIO. */
+static inline int te_put(const struct test_etcd *e, const char *key,
+			 const void *val, size_t len)
+{
+	json_object *r = json_object_new_object();
+
+	json_object_object_add(r, "key", dir_json_b64(key, strlen(key)));
+	json_object_object_add(r, "value", dir_json_b64(val, len));
+	return te_post(e, "/v3/kv/put", r);
 }
 
 #endif /* RDMAXFER_ETCD_TEST_H */

@@ -346,6 +346,49 @@ static void test_partial_updates(void)
 	rdmaxfer_directory_close(w);
 }
 
+/* The lease revoked under the publisher, before its keep-alive sees it:
+ * the next change writes every publication back on a new lease. */
+static void test_lease_lost(void)
+{
+	struct rdmaxfer_directory *pub = open_dir("t-lost", 30);
+	struct rdmaxfer_directory_info info;
+	struct rdmaxfer_md *md = NULL;
+	json_object *r;
+	uint8_t blob[512], x[512];
+	size_t len = make_blob(0x4242, 0, 0, blob, sizeof(blob)), xl;
+	char id[24];
+
+	CU_ASSERT_FATAL(pub && len);
+	CU_ASSERT_EQUAL(rdmaxfer_directory_publish_md(pub, "l1", blob, len), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_directory_query(pub, &info), 0);
+	snprintf(id, sizeof(id), "%llu", (unsigned long long)info.lease_id);
+	r = json_object_new_object();
+	json_object_object_add(r, "ID", json_object_new_string(id));
+	CU_ASSERT_EQUAL_FATAL(te_post(&etcd, "/v3/lease/revoke", r), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_directory_lookup(pub, "l1", 0, &md), -ENOENT);
+	/* TTL 30: its keep-alive (every 10 s) has not run; the export does */
+	xl = make_export(0x4242, desc_at(0x7000, 5), x, sizeof(x));
+	CU_ASSERT_EQUAL(rdmaxfer_directory_export_md(pub, "l1", x, xl), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_directory_lookup(pub, "l1", 0, &md), 0);
+	CU_ASSERT(md && md->ndescs == 1);
+	rdmaxfer_md_free(md);
+	md = NULL;
+	CU_ASSERT_EQUAL(rdmaxfer_directory_query(pub, &info), 0);
+	CU_ASSERT_EQUAL(info.republished, 1);
+	/* and a publication made right after a revocation */
+	snprintf(id, sizeof(id), "%llu", (unsigned long long)info.lease_id);
+	r = json_object_new_object();
+	json_object_object_add(r, "ID", json_object_new_string(id));
+	CU_ASSERT_EQUAL_FATAL(te_post(&etcd, "/v3/lease/revoke", r), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_directory_publish_md(pub, "l2", blob, len), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_directory_lookup(pub, "l1", 0, &md), 0);
+	rdmaxfer_md_free(md);
+	md = NULL;
+	CU_ASSERT_EQUAL(rdmaxfer_directory_lookup(pub, "l2", 0, &md), 0);
+	rdmaxfer_md_free(md);
+	rdmaxfer_directory_close(pub);
+}
+
 /* The other process of test_thousand: publish n names, then close on
  * the parent's word (every name leaves with the lease). */
 static void thousand_child(int go_fd, int done_fd)
@@ -828,6 +871,7 @@ static const struct rc_test_case cases[] = {
 	{ "down_at_start", test_down_at_start_forks },
 	{ "publish_lookup", test_publish_lookup_forks },
 	{ "partial_updates", test_partial_updates },
+	{ "lease_lost_under_publisher", test_lease_lost },
 	{ "thousand_agents", test_thousand_forks },
 	{ "sigkill_leaves", test_sigkill_forks },
 	{ "etcd_restart", test_restart_forks },

@@ -291,6 +291,7 @@ static int ensure_lease(struct rdmaxfer_directory *dir, struct dir_conn *c)
 }
 
 static void *ka_main(void *arg);
+static int republish(struct rdmaxfer_directory *dir, struct dir_conn *c);
 
 static int start_keepalive(struct rdmaxfer_directory *dir)
 {
@@ -347,6 +348,17 @@ static int publish_blob(struct rdmaxfer_directory *dir, const char *name,
 	ret = ensure_lease(dir, &dir->conn);
 	if (!ret)
 		ret = take_name(&dir->conn, key, blob, len, dir->lease_id);
+	/* the lease expired before the keep-alive thread noticed (a
+	 * process stalled past its TTL): every publication back on a new
+	 * one, then this */
+	if (ret == -ENOENT) {
+		/* (a name of another publication lost meanwhile is the
+		 * keep-alive's to report, not this call's) */
+		ret = republish(dir, &dir->conn);
+		if (!dir_err_transport(ret))
+			ret = take_name(&dir->conn, key, blob, len,
+					dir->lease_id);
+	}
 	pthread_mutex_unlock(&dir->call_lock);
 	if (!ret)
 		ret = start_keepalive(dir);
@@ -479,6 +491,12 @@ static int export_add(struct rdmaxfer_directory *dir, struct dir_pub *p,
 	if (!ret) {
 		pthread_mutex_lock(&dir->call_lock);
 		ret = etcd_put(&dir->conn, key, blob, len, dir->lease_id);
+		if (ret == -ENOENT) {	/* the lease is gone: as publish */
+			ret = republish(dir, &dir->conn);
+			if (!dir_err_transport(ret))
+				ret = etcd_put(&dir->conn, key, blob, len,
+					       dir->lease_id);
+		}
 		pthread_mutex_unlock(&dir->call_lock);
 	}
 	if (ret) {

@@ -150,17 +150,26 @@ static int take_name(struct dir_conn *c, const char *key, const void *blob,
 	return etcd_put(c, key, blob, len, lease);
 }
 
-static int grant(struct dir_conn *c, uint32_t ttl, int64_t *id,
-		 uint32_t *granted)
+/* POST {name: "v"} to path: the lease calls */
+static int call_num(struct dir_conn *c, const char *path, const char *name,
+		    int64_t v, json_object **resp)
 {
-	json_object *r = json_object_new_object(), *resp = NULL;
-	int64_t x, t;
-	int ret;
+	json_object *r = json_object_new_object();
 
 	if (!r)
 		return -ENOMEM;
-	json_object_object_add(r, "TTL", id_str(ttl));
-	ret = dir_etcd_call(c, "/v3/lease/grant", r, &resp);
+	json_object_object_add(r, name, id_str(v));
+	return dir_etcd_call(c, path, r, resp);
+}
+
+static int grant(struct dir_conn *c, uint32_t ttl, int64_t *id,
+		 uint32_t *granted)
+{
+	json_object *resp = NULL;
+	int64_t x, t;
+	int ret;
+
+	ret = call_num(c, "/v3/lease/grant", "TTL", ttl, &resp);
 	if (ret)
 		return ret;
 	if (dir_json_i64(resp, "ID", &x) || !x ||
@@ -177,13 +186,10 @@ static int grant(struct dir_conn *c, uint32_t ttl, int64_t *id,
 /* 0 and the TTL left (0: etcd no longer has the lease), or -errno. */
 static int keepalive(struct dir_conn *c, int64_t id, int64_t *ttl)
 {
-	json_object *r = json_object_new_object(), *resp = NULL, *res;
+	json_object *resp = NULL, *res;
 	int ret;
 
-	if (!r)
-		return -ENOMEM;
-	json_object_object_add(r, "ID", id_str(id));
-	ret = dir_etcd_call(c, "/v3/lease/keepalive", r, &resp);
+	ret = call_num(c, "/v3/lease/keepalive", "ID", id, &resp);
 	if (ret)
 		return ret;
 	*ttl = 0;
@@ -196,12 +202,7 @@ static int keepalive(struct dir_conn *c, int64_t id, int64_t *ttl)
 
 static int revoke(struct dir_conn *c, int64_t id)
 {
-	json_object *r = json_object_new_object();
-
-	if (!r)
-		return -ENOMEM;
-	json_object_object_add(r, "ID", id_str(id));
-	return dir_etcd_call(c, "/v3/lease/revoke", r, NULL);
+	return call_num(c, "/v3/lease/revoke", "ID", id, NULL);
 }
 
 /* ----------------------------------------------------- publications */
@@ -271,15 +272,13 @@ static void orphan(struct rdmaxfer_directory *dir, const char *key,
 	pthread_mutex_unlock(&dir->lock);
 }
 
-/* pub_lock held: the lease, granted if there is none yet */
-static int ensure_lease(struct rdmaxfer_directory *dir, struct dir_conn *c)
+/* pub_lock held: a new lease for the directory */
+static int new_lease(struct rdmaxfer_directory *dir, struct dir_conn *c)
 {
 	int64_t id;
 	uint32_t ttl;
 	int ret;
 
-	if (dir->lease_id)
-		return 0;
 	ret = grant(c, dir->attr.ttl_s, &id, &ttl);
 	if (ret)
 		return ret;
@@ -288,6 +287,12 @@ static int ensure_lease(struct rdmaxfer_directory *dir, struct dir_conn *c)
 	dir->lease_ttl = ttl;
 	pthread_mutex_unlock(&dir->lock);
 	return 0;
+}
+
+/* pub_lock held: the lease, granted if there is none yet */
+static int ensure_lease(struct rdmaxfer_directory *dir, struct dir_conn *c)
+{
+	return dir->lease_id ? 0 : new_lease(dir, c);
 }
 
 static void *ka_main(void *arg);
@@ -713,16 +718,12 @@ static int republish(struct rdmaxfer_directory *dir, struct dir_conn *c)
 	struct dir_pub *p;
 	struct dir_pub_export *x;
 	int64_t id;
-	uint32_t ttl;
 	int ret, err = 0;
 
-	ret = grant(c, dir->attr.ttl_s, &id, &ttl);
+	ret = new_lease(dir, c);
 	if (ret)
 		return ret;
-	pthread_mutex_lock(&dir->lock);
-	dir->lease_id = id;
-	dir->lease_ttl = ttl;
-	pthread_mutex_unlock(&dir->lock);
+	id = dir->lease_id;
 	for (p = dir->pubs; p; p = p->next) {
 		if (dir_key_agent(dir->ns, p->name, key, sizeof(key)))
 			continue;

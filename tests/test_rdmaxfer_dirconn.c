@@ -295,6 +295,25 @@ static void test_etcd_restart(void)
 	CU_ASSERT_EQUAL(rdmaxfer_peer_destroy(p), 0);
 }
 
+/* why a connection of the timing failed, with the directory's state */
+static void dir_diag(struct rdmaxfer_directory *d, int which, int ret)
+{
+	struct rdmaxfer_directory_info i;
+	struct rdmaxfer_agent_info ai;
+
+	rdmaxfer_directory_query(d, &i);
+	rc_diag("connection %d: %d (%s); directory: watching %u, agents %u, watch_err %d, resyncs %llu, revision %llu",
+		which, ret, strerror(-ret), i.watching, i.agents, i.watch_err,
+		(unsigned long long)i.resyncs, (unsigned long long)i.revision);
+	rdmaxfer_directory_query(dsrv, &i);
+	rc_diag("publisher: lease %llx, publish_err %d, republished %llu",
+		(unsigned long long)i.lease_id, i.publish_err,
+		(unsigned long long)i.republished);
+	if (!rdmaxfer_agent_query(srv, &ai))
+		rc_diag("target agent: %u peers, %u half-open of %u",
+			ai.npeers, ai.npeers_half_open, ai.max_half_open);
+}
+
 static int cmp_d(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -318,10 +337,10 @@ static void test_time_to_first_transfer(void)
 	double *tc = calloc(reps, sizeof(double));
 	struct rdmaxfer_iov iov = { cbuf, 4096 };
 	struct rdmaxfer_desc d4k;
-	uint16_t port;
-	int r;
-
 	double *series[3] = { ta, tn, tw };
+	uint16_t port;
+	int r, ret;
+
 
 	CU_ASSERT_FATAL(ta && tn && tw && to && tc);
 	CU_ASSERT_EQUAL_FATAL(rdmaxfer_desc_sub(&sdesc, 0, 4096, &d4k), 0);
@@ -338,21 +357,24 @@ static void test_time_to_first_transfer(void)
 
 			switch ((r + k) % 3) {
 			case 0:
-				CU_ASSERT_EQUAL_FATAL(rdmaxfer_connect(cli, addr,
-						port, WAIT_MS, &p), 0);
+				ret = rdmaxfer_connect(cli, addr, port, WAIT_MS,
+						       &p);
 				break;
 			case 1:
 				d = dir_open();
 				CU_ASSERT_FATAL(d != NULL);
 				to[r] = now_s() - t0;
-				CU_ASSERT_EQUAL_FATAL(rdmaxfer_connect_name(d, cli,
-						"target", WAIT_MS, &p), 0);
+				ret = rdmaxfer_connect_name(d, cli, "target",
+							    WAIT_MS, &p);
 				tc[r] = now_s() - t0 - to[r];
 				break;
 			default:
-				CU_ASSERT_EQUAL_FATAL(rdmaxfer_connect_name(dcli,
-						cli, "target", WAIT_MS, &p), 0);
+				ret = rdmaxfer_connect_name(dcli, cli, "target",
+							    WAIT_MS, &p);
 			}
+			if (ret)
+				dir_diag(d ? d : dcli, (r + k) % 3, ret);
+			CU_ASSERT_EQUAL_FATAL(ret, 0);
 			CU_ASSERT_EQUAL(xfer_sync(p, RDMAXFER_OP_WRITE, &iov,
 						  &d4k, 1, NULL), 0);
 			series[(r + k) % 3][r] = now_s() - t0;

@@ -47,6 +47,7 @@
 #include <infiniband/verbs.h>
 
 #include <rdmaxfer.h>
+#include <rdmaxfer_directory.h>
 
 #include "bench_compare.h"
 #include "bench_reg.h"
@@ -161,6 +162,11 @@ struct opts {
 	 * single (no lock on post and test), as ucx_perftest's default
 	 * UCS_THREAD_MODE_SINGLE; multi measures the locked agent */
 	bool single;
+	/* the etcd directory: --directory URL, the server --publish NAME,
+	 * the client --name NAME in place of SERVER */
+	const char *directory;
+	const char *publish;
+	const char *name;
 };
 
 static struct opts o = {
@@ -182,6 +188,7 @@ static struct opts o = {
 };
 
 static const char *prog = "rdmaxfer-bench";
+static struct rdmaxfer_directory *bench_dir;	/* --directory */
 static bool rows_started;
 static struct bench_series plot_series;	/* --plot: the rows printed */
 
@@ -580,6 +587,10 @@ static int connect_retry(struct rdmaxfer_agent *agent,
 	int64_t deadline = now_ns() + (int64_t)o.timeout_ms * 1000000;
 	int ret;
 
+	/* by name: the directory waits for the name up to the timeout */
+	if (o.name)
+		return rdmaxfer_connect_name(bench_dir, agent, o.name,
+					     o.timeout_ms, peerp);
 	/* a server that is still starting refuses: retry until the timeout */
 	for (;;) {
 		ret = rdmaxfer_connect(agent, o.server, o.port, o.timeout_ms,
@@ -588,6 +599,14 @@ static int connect_retry(struct rdmaxfer_agent *agent,
 			return ret;
 		usleep(100000);
 	}
+}
+
+/* The directory is closed before the agent it published or connected
+ * goes (rdmaxfer_directory_close(3)). */
+static void dir_done(void)
+{
+	rdmaxfer_directory_close(bench_dir);
+	bench_dir = NULL;
 }
 
 /* ------------------------------------------------------ size planning */
@@ -651,9 +670,17 @@ static int run_server(void)
 		err_msg(what, ret);
 		goto out_agent;
 	}
+	if (o.publish) {
+		ret = rdmaxfer_directory_publish(bench_dir, agent, o.publish);
+		if (ret) {
+			err_msg("cannot publish the server in the directory", ret);
+			goto out_agent;
+		}
+	}
 	if (!o.json)
-		fprintf(stderr, "# %s: waiting for a client on port %u\n",
-			prog, o.port);
+		fprintf(stderr, "# %s: waiting for a client on port %u%s%s\n",
+			prog, o.port, o.publish ? ", published as " : "",
+			o.publish ? o.publish : "");
 	ret = rdmaxfer_accept(agent, o.duration > 0 ?
 			      (int)(o.duration * 1000) : -1, &peer);
 	if (ret) {
@@ -775,6 +802,7 @@ out_mem:
 out_peer:
 	rdmaxfer_peer_destroy(peer);
 out_agent:
+	dir_done();
 	rdmaxfer_agent_destroy(agent);
 	return ret;
 }
@@ -1820,6 +1848,7 @@ out_mem:
 out_buf:
 	munmap(c.buf, c.buf_len);
 out_agent:
+	dir_done();
 	rdmaxfer_agent_destroy(c.agent);
 	return ret;
 }
@@ -1859,6 +1888,11 @@ static void usage(FILE *f)
 "      --chunks K         nixl: chunks (default 128)\n"
 "      --cache on|off|both  nixl: registration cache (default both)\n"
 "      --timeout MS       connect timeout (default 5000)\n"
+"      --directory URL    the etcd directory (rdmaxfer_directory(3)): URL[,URL]\n"
+"      --publish NAME     server: publish itself in it as NAME\n"
+"      --name NAME        client: the server published as NAME, in place of\n"
+"                         SERVER (write_bw read_bw write_lat read_lat\n"
+"                         fadd_lat cswap_lat nixl)\n"
 "  -D, --duration SEC     server: give up if no client comes within SEC\n"
 "      --validate         check the data pattern at the end\n"
 "      --warmup           bw tests: one untimed window first\n"
@@ -1979,7 +2013,7 @@ static int run_compare(const char *self)
 enum { OPT_TOTAL = 256, OPT_CHUNKS, OPT_CACHE, OPT_JSON, OPT_CSV,
 	OPT_VALIDATE, OPT_TIMEOUT, OPT_SIGNAL, OPT_WARMUP, OPT_BATCH,
 	OPT_COMPARE, OPT_REPS, OPT_PLOT, OPT_TARGET, OPT_REMOTE,
-	OPT_FLOOR, OPT_THREAD_MODE };
+	OPT_FLOOR, OPT_THREAD_MODE, OPT_DIRECTORY, OPT_PUBLISH, OPT_NAME };
 
 static const struct option longopts[] = {
 	{ "size", required_argument, NULL, 's' },
@@ -2012,9 +2046,64 @@ static const struct option longopts[] = {
 	{ "remote", no_argument, NULL, OPT_REMOTE },
 	{ "floor", no_argument, NULL, OPT_FLOOR },
 	{ "thread-mode", required_argument, NULL, OPT_THREAD_MODE },
+	{ "directory", required_argument, NULL, OPT_DIRECTORY },
+	{ "publish", required_argument, NULL, OPT_PUBLISH },
+	{ "name", required_argument, NULL, OPT_NAME },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
+
+/*
+ * --directory, --publish, --name: misuse refused before anything runs;
+ * the directory opened (etcd reached, or a clear error).  A client by
+ * name runs as a client with SERVER the name (in its messages).
+ */
+static int open_directory(void)
+{
+	struct rdmaxfer_directory_attr a;
+	int ret;
+
+	if ((o.publish || o.name) && !o.directory) {
+		fprintf(stderr, "%s: --publish and --name need --directory URL\n",
+			prog);
+		return 2;
+	}
+	if (!o.directory)
+		return 0;
+	if ((o.name && (o.server || o.publish)) || (o.publish && o.server)) {
+		fprintf(stderr, "%s: --name (client) is in place of SERVER, --publish is for the server: one of them, without SERVER\n",
+			prog);
+		return 2;
+	}
+	if (!o.name && !o.publish) {
+		fprintf(stderr, "%s: --directory needs --publish NAME (server) or --name NAME (client)\n",
+			prog);
+		return 2;
+	}
+	if ((o.name || o.publish) &&
+	    (o.compare || o.test == T_REG || o.test == T_REG_ACCESS ||
+	     o.test == T_FILE || o.test == T_RING || o.test == T_DM_ATOMIC)) {
+		fprintf(stderr, "%s: --directory applies to the client/server tests only (not %s%s)\n",
+			prog, test_names[o.test], o.compare ? ", --compare" : "");
+		return 2;
+	}
+	rdmaxfer_directory_attr_init(&a);
+	a.endpoints = o.directory;
+	a.timeout_ms = o.timeout_ms;
+	ret = rdmaxfer_directory_open(&a, &bench_dir);
+	if (ret) {
+		if (ret == -EOPNOTSUPP)
+			fprintf(stderr, "%s: this librdmaxfer was built without etcd support (configure --with-etcd, libcurl and json-c): %s (%d)\n",
+				prog, strerror(-ret), ret);
+		else
+			fprintf(stderr, "%s: cannot reach the directory at %s: %s (%d)\n",
+				prog, o.directory, strerror(-ret), ret);
+		return 1;
+	}
+	if (o.name)
+		o.server = o.name;
+	return 0;
+}
 
 static int bad_opt(const char *opt, const char *val)
 {
@@ -2178,6 +2267,15 @@ int main(int argc, char **argv)
 				return bad_opt("thread mode (single or multi)",
 					       optarg);
 			break;
+		case OPT_DIRECTORY:
+			o.directory = optarg;
+			break;
+		case OPT_PUBLISH:
+			o.publish = optarg;
+			break;
+		case OPT_NAME:
+			o.name = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -2233,6 +2331,8 @@ int main(int argc, char **argv)
 		return bad_opt("--total/--chunks (chunks larger than 0 B)",
 			       "");
 	ret = check_compare_plot(reps_set);
+	if (!ret)
+		ret = open_directory();
 	if (ret)
 		return ret;
 	if (o.cpu >= 0) {

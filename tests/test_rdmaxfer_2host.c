@@ -111,6 +111,7 @@ static struct rdmaxfer_peer *reply_peer(struct rdmaxfer_agent *agent,
 					struct srv_peers *sp,
 					const struct rdmaxfer_notif *n)
 {
+	double deadline = now_s() + 5;
 	struct rdmaxfer_peer *np;
 	unsigned int i;
 
@@ -118,11 +119,23 @@ static struct rdmaxfer_peer *reply_peer(struct rdmaxfer_agent *agent,
 		return n->peer;
 	while (sp->n < SRV_PEERS && !rdmaxfer_accept(agent, 0, &np))
 		sp->p[sp->n++] = np;
-	for (i = sp->n; i-- > 0;)
-		if (rdmaxfer_peer_id(sp->p[i]) == n->peer_id &&
-		    rdmaxfer_peer_state(sp->p[i]) == RDMAXFER_PEER_CONNECTED)
-			return sp->p[i];
-	return NULL;
+	/*
+	 * A message can come before its peer may be accepted: it arrived on
+	 * one QP while another QP's RTU is still on its way (a reconnect
+	 * after a remote error, on a loaded guest).  Wait for the peer then,
+	 * as an application answering a new peer would.
+	 */
+	for (;;) {
+		for (i = sp->n; i-- > 0;)
+			if (rdmaxfer_peer_id(sp->p[i]) == n->peer_id &&
+			    rdmaxfer_peer_state(sp->p[i]) ==
+			    RDMAXFER_PEER_CONNECTED)
+				return sp->p[i];
+		if (sp->n >= SRV_PEERS || now_s() > deadline ||
+		    rdmaxfer_accept(agent, 1000, &np))
+			return NULL;
+		sp->p[sp->n++] = np;
+	}
 }
 
 /* What a command acts on: the CPU's view of one registered region. */

@@ -5,7 +5,7 @@
 #   make -C BUILD/tests check-2host VM_2HOST_PAIRS=bench-read2 \
 #	VM_KERNELS=6.1 VM_APPEND=rc.reps=60 VM_TIMEOUT=2400
 # READ at 64 B with the responder in this guest and the client in the
-# other, as with a NIC (doc/BENCHMARKS.md, "READ at 64 B ... sixth"):
+# other, as with a NIC (doc/BENCHMARKS.md, "Like for like": READ at 64 B):
 # one server per run of guest B's client, in the same order.  Every
 # server is bounded by timeout (and ours by its accept timeout, -D).
 . "$RC_SRCDIR/tests/vm/guest-lib.sh"

@@ -153,7 +153,7 @@ static const struct mmu_interval_notifier_ops regcache_range_ops = {
  * holds open.  (A design with one mmu_notifier per context and a private
  * interval tree, which waits only for overlapping invalidations, was
  * measured against this one and removed: it cost every munmap of the
- * process more and won nothing beyond the noise; doc/BENCHMARKS.md.)
+ * process more and won nothing beyond the noise; doc/notes/README.md.)
  */
 static int regcache_range_arm(struct regcache_ctx *ctx, struct regcache_range *r)
 {

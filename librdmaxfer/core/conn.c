@@ -38,7 +38,7 @@ static void qp_init_attr(struct rdmaxfer_agent *agent,
 	init->send_cq = agent->cq;
 	init->recv_cq = agent->cq;
 	init->srq = agent->srq;
-	/* routes the QP's async events to this agent (agent.c) */
+	/* routes the QP's async events to this agent (async.c) */
 	init->qp_context = agent;
 	init->qp_type = IBV_QPT_RC;
 	init->cap.max_send_wr = agent->attr.sq_depth;
@@ -364,7 +364,7 @@ void rx_peer_fail(struct rdmaxfer_peer *peer, int err)
  * without waiting for its completions, which will not come (the CQ or the
  * device is dead) or did not come in time.  Each QP's generation moves on,
  * so completions that still arrive for the old work requests are dropped
- * before their requests are looked at (agent.c, send_wc_current()); the
+ * before their requests are looked at (xfer.c, send_wc_current()); the
  * QPs are in the error state and are replaced before anything is posted
  * again.  Requests without an error of their own report err.
  */

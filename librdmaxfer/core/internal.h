@@ -327,7 +327,7 @@ struct rx_notif_held {
 };
 
 /* An affiliated or unaffiliated async event, as far as an agent needs it
- * (the ibv_async_event itself is acked at once: see agent.c). */
+ * (the ibv_async_event itself is acked at once: see async.c). */
 struct rx_async_ev {
 	enum ibv_event_type type;
 	uint32_t qpn;			/* QP events */
@@ -493,16 +493,29 @@ void rx_dep_add(struct rdmaxfer_agent *agent, struct rx_dep *dep,
 		void (*gone)(struct rx_dep *dep));
 void rx_dep_del(struct rdmaxfer_agent *agent, struct rx_dep *dep);
 void rx_deps_gone(struct rdmaxfer_agent *agent);
-int rx_progress_locked(struct rdmaxfer_agent *agent);
+
+/* device.c */
+int rx_pick_gid(struct rdmaxfer_agent *agent);
+int rx_open_device(struct rdmaxfer_agent *agent, const char *want);
+int rx_set_nonblock(int fd);
 int rx_cq_reserve(struct rdmaxfer_agent *agent, uint32_t entries);
 void rx_cq_release(struct rdmaxfer_agent *agent, uint32_t entries);
+
+/* async.c */
+int rx_async_register(struct rdmaxfer_agent *agent);
+void rx_async_unregister(struct rdmaxfer_agent *agent);
+void rx_async_poll_locked(struct rdmaxfer_agent *agent);
+
+/* progress.c */
+int rx_progress_locked(struct rdmaxfer_agent *agent);
 void rx_set_deadline(struct rdmaxfer_agent *agent, int64_t when);
 /* test() spins: the CQ every call, the CM channel every RX_CM_POLL_EVERY */
 #define RX_CM_POLL_EVERY	64
-void rx_deliver_notifs(struct rdmaxfer_agent *agent);
 int rx_block(struct rdmaxfer_agent *agent, int64_t deadline_ns);
 int64_t rx_now_ns(void);
 int64_t rx_deadline(int timeout_ms);
+void rx_drain_comp_channel(struct rdmaxfer_agent *agent);
+void *rx_progress_thread(void *arg);
 
 /* conn.c */
 int rx_cm_event_locked(struct rdmaxfer_agent *agent, struct rdma_cm_event *ev);
@@ -638,6 +651,9 @@ int rx_cache_get(struct regcache *cache, void *addr, size_t len,
 		 struct regcache_entry **entryp);
 
 /* notif.c */
+void rx_deliver_notifs(struct rdmaxfer_agent *agent);
+int rx_recv_bufs_alloc(struct rdmaxfer_agent *agent);
+int rx_recv_bufs_post(struct rdmaxfer_agent *agent);
 /* receive buffers reposted per ibv_post_srq_recv() call at most */
 #define RX_RECV_BATCH	32
 int rx_post_recvs(struct rdmaxfer_agent *agent, const uint32_t *index,
@@ -715,7 +731,7 @@ void rx_xfer_notif_wr(struct ibv_send_wr *wr, uint32_t value,
 		      const struct rdmaxfer_desc *remote);
 
 /*
- * ring.c, for notif.c and agent.c (agent lock held): an immediate or a
+ * ring.c, for notif.c (agent lock held): an immediate or a
  * message of a peer, which returns true when it was the rings' (a grain
  * of the ring the peer is attached to, or an attach); the rings'
  * callbacks, run where the application's are; a peer going away.

@@ -522,3 +522,81 @@ int rdmaxfer_set_notif_cb(struct rdmaxfer_agent *agent, rdmaxfer_notif_fn fn,
 	rx_deliver_notifs(agent);
 	return 0;
 }
+
+/*
+ * Hand queued notifications to the callback, outside the lock.  Every
+ * wait and progress call comes here: with nothing queued (the common
+ * case) it only takes the lock; the copy handed to the callback is
+ * allocated once there is something to deliver.
+ */
+void rx_deliver_notifs(struct rdmaxfer_agent *agent)
+{
+	struct rdmaxfer_notif *n;
+	rdmaxfer_notif_fn fn;
+	void *user;
+
+	pthread_mutex_lock(&agent->lock);
+	/* one deliverer at a time keeps the callback order = arrival order */
+	if (agent->delivering ||
+	    ((!agent->notif_fn || !agent->notifs.count) &&
+	     !rx_rings_pending(agent))) {
+		pthread_mutex_unlock(&agent->lock);
+		return;
+	}
+	agent->delivering = true;
+	agent->deliverer = pthread_self();
+	pthread_mutex_unlock(&agent->lock);
+	/* the notification stays queued if this fails: a later call tries */
+	n = malloc(sizeof(*n));
+	pthread_mutex_lock(&agent->lock);
+	while (n && agent->notif_fn && rx_notif_pop(agent, n)) {
+		fn = agent->notif_fn;
+		user = agent->notif_user;
+		pthread_mutex_unlock(&agent->lock);
+		fn(user, n);
+		pthread_mutex_lock(&agent->lock);
+	}
+	/* the rings' callbacks, with the same one-deliverer rule */
+	rx_rings_deliver(agent);
+	agent->delivering = false;
+	/* rdmaxfer_set_notif_cb() may wait for this callback to return */
+	pthread_cond_broadcast(&agent->cond);
+	pthread_mutex_unlock(&agent->lock);
+	free(n);
+}
+
+/* Every receive buffer of the SRQ, posted at creation. */
+int rx_recv_bufs_post(struct rdmaxfer_agent *agent)
+{
+	uint32_t idx[RX_RECV_BATCH], i, k, n;
+	int ret = 0;
+
+	for (i = 0; i < agent->attr.srq_depth && !ret; i += n) {
+		n = agent->attr.srq_depth - i;
+		if (n > RX_RECV_BATCH)
+			n = RX_RECV_BATCH;
+		for (k = 0; k < n; k++)
+			idx[k] = i + k;
+		ret = rx_post_recvs(agent, idx, n);
+	}
+	return ret;
+}
+
+int rx_recv_bufs_alloc(struct rdmaxfer_agent *agent)
+{
+	size_t rbytes = (size_t)agent->attr.srq_depth * RDMAXFER_NOTIF_MSG_MAX;
+
+	/* send slots are per peer (notif.c) */
+	agent->recv_buf = aligned_alloc(4096, rbytes);
+	/* a notification held back keeps its buffer: at most all of them */
+	agent->held = calloc(agent->attr.srq_depth, sizeof(*agent->held));
+	if (!agent->recv_buf || !agent->held)
+		return -ENOMEM;
+	/* internal buffers live as long as the agent: registered directly,
+	 * not through the cache that serves user memory */
+	agent->recv_mr = ibv_reg_mr(agent->pd, agent->recv_buf, rbytes,
+				    IBV_ACCESS_LOCAL_WRITE);
+	if (!agent->recv_mr)
+		return -errno;
+	return 0;
+}

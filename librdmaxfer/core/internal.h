@@ -519,6 +519,16 @@ void *rx_progress_thread(void *arg);
 
 /* conn.c */
 int rx_cm_event_locked(struct rdmaxfer_agent *agent, struct rdma_cm_event *ev);
+
+/* peer.c */
+int rx_qp_install(struct rdmaxfer_peer *peer, unsigned int index,
+		  struct rdma_cm_id *id);
+void rx_qp_uninstall(struct rx_qp *q);
+void rx_qp_destroy(struct rx_qp *q);
+struct rdmaxfer_peer *rx_peer_new(struct rdmaxfer_agent *agent,
+				  unsigned int nqps);
+void rx_peer_cm_done(struct rx_qp *q);
+void rx_qp_established(struct rx_qp *q);
 void rx_peer_fail(struct rdmaxfer_peer *peer, int err);
 void rx_peer_free(struct rdmaxfer_peer *peer);
 void rx_peer_abort(struct rdmaxfer_peer *peer, int err);

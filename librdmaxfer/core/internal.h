@@ -140,7 +140,7 @@ struct rx_qp {
 };
 
 /* A signalled zero-length WRITE posted after a doorbell that failed
- * partway, so the WRs that did go out still get a completion (xfer.c).
+ * partway, so the WRs that did go out still get a completion (xfer_fail.c).
  * Listed on its QP until its completion is handled; a completion the
  * generation check drops (abort, reconnect, teardown) would leave it
  * unfreed, so those free the list (rx_qp_drop_terms()). */
@@ -286,9 +286,9 @@ struct rdmaxfer_req {
 	 * IDLE so the verbs paths never take it for one of theirs */
 	struct rx_file_req *file;
 
-	/* one per QP the request uses (xfer.c's req_alloc() makes room for
-	 * nparts of them, and its arrays above follow them in the same
-	 * block); none in a file request */
+	/* one per QP the request uses (prepare.c's rx_req_alloc() makes
+	 * room for nparts of them, and its arrays above follow them in the
+	 * same block); none in a file request */
 	struct rx_part parts[];
 };
 
@@ -562,10 +562,19 @@ rx_peer_by_qpn(struct rdmaxfer_agent *agent, uint32_t qpn,
 void rx_req_release(struct rdmaxfer_agent *agent, struct rdmaxfer_req *req);
 int rx_state_result(enum rx_req_state state, int err);
 int rx_poll_cq_locked(struct rdmaxfer_agent *agent);
-void rx_qp_drop_terms(struct rx_qp *q);
 void rx_flush_backlog(struct rx_qp *qp);
-void rx_fail_backlog(struct rx_qp *qp, int err);
 void rx_flush_deferred(struct rdmaxfer_agent *agent);
+
+/* xfer_fail.c */
+void rx_qp_drop_terms(struct rx_qp *q);
+void rx_fail_backlog(struct rx_qp *qp, int err);
+void rx_chain_failed(struct rx_qp *q, struct rx_part *last,
+		     struct ibv_send_wr *bad, int err);
+
+/* prepare.c */
+int rx_req_alloc(struct rdmaxfer_req **reqp, size_t nlocal, uint32_t nwr,
+		 unsigned int nparts);
+void rx_req_register(struct rdmaxfer_req *req);
 
 /*
  * The agent lock on the data path: rdmaxfer_req_post_flags() and

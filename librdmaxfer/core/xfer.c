@@ -1,74 +1,39 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * xfer.c - prepared requests: READ/WRITE lists and atomics.
+ * xfer.c - the data path: posting prepared requests (prepare.c,
+ * atomic.c), their doorbells and backlogs, their completions, and
+ * test/wait/free.
  *
- * Preparing builds every work request once: pairs are split at the port's
- * max message size (and at 1 GiB, the reach of one scatter entry), large
- * requests are striped over the peer's QPs, and the WRs of each QP form
- * one linked list.  Posting re-takes the local registrations from the
- * cache (a hit unless the memory changed, which is what makes munmap +
- * mmap between posts safe), then posts each QP's list with one
- * ibv_post_send.  Only the last WR of a doorbell is signalled, plus one
- * every signal_interval WRs so a long list retires SQ slots as it goes;
- * when the send queue is full the rest waits in the QP's backlog and the
- * progress engine posts it as slots retire, so posting never fails for
- * lack of room.  RDMAXFER_POST_MORE holds the doorbell back, so several
- * requests go out as one chain: the earlier ones carry no signalled WR
- * and complete with the chain's last ("riders" of its slot).
+ * Posting re-takes the local registrations from the cache (a hit unless
+ * the memory changed, which is what makes munmap + mmap between posts
+ * safe), then posts each QP's list with one ibv_post_send.  Only the last
+ * WR of a doorbell is signalled, plus one every signal_interval WRs so a
+ * long list retires SQ slots as it goes; when the send queue is full the
+ * rest waits in the QP's backlog and the progress engine posts it as
+ * slots retire, so posting never fails for lack of room.
+ * RDMAXFER_POST_MORE holds the doorbell back, so several requests go out
+ * as one chain: the earlier ones carry no signalled WR and complete with
+ * the chain's last ("riders" of its slot).  A doorbell refused partway is
+ * xfer_fail.c's.
  *
  * Ordering: WRs of one QP execute in order; a request striped over QPs has
  * no order between its pieces; its notification is sent only after all
  * its data completed (one QP: appended to the list, fenced after READs).
+ *
+ * Why post, doorbell, poll and completion stay in this one file (about
+ * 900 lines): within one unit the compiler inlines test ->
+ * rx_poll_cq_locked() -> send_completion() -> req_check_done() and post
+ * -> post_alone(), so a request costs one call into the poll (60d6329,
+ * where the same chain across three files measured 0.92 of perftest's
+ * READ rate against 0.99 inlined); split, every operation would pay the
+ * calls again.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
 
-#include "internal.h"
-
-static void req_set_error(struct rdmaxfer_req *req, int err, int wc_status)
-{
-	/* keep the first cause; a flush is only collateral */
-	if (req->err && req->wc_status != IBV_WC_WR_FLUSH_ERR)
-		return;
-	if (req->err && wc_status == IBV_WC_WR_FLUSH_ERR)
-		return;
-	req->err = err;
-	req->wc_status = wc_status;
-}
-
-static void enqueue_part(struct rx_part *part)
-{
-	struct rx_qp *q = &part->req->peer->qps[part->qp];
-
-	part->cursor = 0;
-	part->req->unposted++;
-	rx_list_add_tail(&q->backlog, &part->node);
-}
-
-static inline void req_check_done(struct rdmaxfer_req *req)
-{
-	struct rdmaxfer_peer *peer = req->peer;
-
-	if (req->state != RX_REQ_ACTIVE || req->unposted || req->signals)
-		return;
-	if (!req->err && req->notif_deferred && !req->notif_sent) {
-		req->notif_sent = true;
-		req->notif_part.qp = 0;
-		enqueue_part(&req->notif_part);
-		rx_flush_backlog(&peer->qps[0]);
-		return;
-	}
-	req->state = req->err ? RX_REQ_FAILED : RX_REQ_DONE;
-	peer->nreqs_active--;
-}
-
-static void part_dequeue(struct rx_part *part)
-{
-	rx_list_del(&part->node);
-	part->req->unposted--;
-}
+#include "xfer.h"
 
 /* RDMAXFER_POST_MORE: the QP's doorbell waits for the next post without
  * MORE, or for the next progress call (rx_flush_deferred()). */
@@ -80,207 +45,12 @@ static inline void qp_defer(struct rdmaxfer_agent *agent, struct rx_qp *q)
 	}
 }
 
-static void qp_undefer(struct rx_qp *q)
-{
-	q->deferred = false;
-	rx_list_del(&q->defer_node);
-}
-
-/*
- * Lock held: fail every part waiting for room on this QP.  None of them
- * reached the send queue (or only their first pieces did, which flush):
- * they are cancelled, -ECANCELED, not failed with the error of the request
- * that brought the peer down (err), which the application would otherwise
- * blame on requests that never ran.  A remote disconnect (err
- * -ECONNRESET) is reported as such.  It is recorded as a flush, so a
- * request's own error from a WR that did run still wins.
- */
-void rx_fail_backlog(struct rx_qp *q, int err)
-{
-	int cerr = err == -ECONNRESET ? -ECONNRESET : -ECANCELED;
-
-	qp_undefer(q);
-	while (!rx_list_empty(&q->backlog)) {
-		struct rx_part *part = rx_container_of(q->backlog.next,
-						       struct rx_part, node);
-		struct rdmaxfer_req *req = part->req;
-
-		part_dequeue(part);
-		req_set_error(req, cerr, IBV_WC_WR_FLUSH_ERR);
-		req_check_done(req);
-	}
-}
-
 /* Lock held: ring the doorbells that RDMAXFER_POST_MORE held back. */
 void rx_flush_deferred(struct rdmaxfer_agent *agent)
 {
 	while (!rx_list_empty(&agent->deferred))
 		rx_flush_backlog(rx_container_of(agent->deferred.next,
 						 struct rx_qp, defer_node));
-}
-
-static inline struct rx_part *backlog_part(struct rx_list *n)
-{
-	return rx_container_of(n, struct rx_part, node);
-}
-
-/*
- * WR i of a chained part was posted: if it is signalled, its request and
- * the parts riding on it wait for its completion.
- */
-static inline void chain_posted(struct rx_part *part, uint32_t i)
-{
-	struct rx_part *r;
-
-	if (!(part->wrs[i].send_flags & IBV_SEND_SIGNALED))
-		return;
-	part->req->signals++;
-	for (r = part->slots[i].riders; r; r = r->rider_next)
-		r->req->signals++;
-}
-
-/*
- * Lock held: the WRs of one doorbell that went out after its last posted
- * signalled WR (the chain failed partway) need a completion of their own,
- * or their requests would be reported done while those WRs may still run,
- * and a flush completion could then name a request already freed.  A
- * signalled zero-length WRITE (no memory is touched, the rkey is not
- * checked) retires them: the parts in riders ride on it.  Returns 0 or
- * the post error.
- */
-static int post_terminator(struct rx_qp *q, struct rx_part *riders,
-			   uint32_t retire)
-{
-	struct rx_term *t = calloc(1, sizeof(*t));
-	struct ibv_send_wr *bad;
-	struct rx_part *r;
-	int ret;
-
-	if (!t)
-		return -ENOMEM;
-	t->q = q;
-	t->riders = riders;
-	t->retire = retire + 1;
-	t->wr.wr_id = rx_wr_id(t, RX_TAG_TERM, q->gen);
-	t->wr.opcode = IBV_WR_RDMA_WRITE;
-	t->wr.send_flags = IBV_SEND_SIGNALED;
-	ret = ibv_post_send(q->qp, &t->wr, &bad);
-	if (ret) {
-		free(t);
-		return ret > 0 ? -ret : ret;
-	}
-	q->sq_used++;
-	rx_list_add_tail(&q->terms, &t->node);
-	for (r = riders; r; r = r->rider_next)
-		r->req->signals++;
-	return 0;
-}
-
-/*
- * Lock held: forget the terminators of a QP whose completions will no
- * longer be looked at (its generation moved on or its QP is gone, so
- * send_wc_current() drops them).  Their riders are not touched: the
- * requests were failed by the abort, or are the agent's teardown's.
- */
-void rx_qp_drop_terms(struct rx_qp *q)
-{
-	while (!rx_list_empty(&q->terms)) {
-		struct rx_term *t = rx_container_of(q->terms.next,
-						    struct rx_term, node);
-
-		rx_list_del(&t->node);
-		free(t);
-	}
-}
-
-/*
- * Lock held: the doorbell took the chain only up to bad (the provider
- * refused that WR; NULL: none was taken).  What went out is accounted for
- * as if posted alone, and terminated (post_terminator()) so every WR that
- * went out completes; the request whose WR was refused fails with err; the
- * parts after it never reached the send queue and stay in the backlog,
- * posted by the next flush.  The QP and the other requests live on.  Only
- * if the terminator cannot be posted either is the QP unusable: the peer
- * fails and the terminator is posted to the QP in error, where it is
- * flushed after everything before it; should even that be refused, the
- * requests whose WRs went out unterminated stay in flight (until the
- * agent is destroyed) rather than be reported done while a flush may
- * still name them.
- */
-static void chain_failed(struct rx_qp *q, struct rx_part *last,
-			 struct ibv_send_wr *bad, int err)
-{
-	struct rx_part *pending = NULL, **ptail = &pending;
-	struct rx_part *victim = NULL;
-	struct rx_list *n, *next;
-	uint32_t tail = 0;
-	bool posting = bad != NULL;
-
-	for (n = q->backlog.next; n != &q->backlog; n = next) {
-		struct rx_part *part = backlog_part(n);
-		uint32_t i, end = part->cursor;
-		bool done = part == last;
-
-		next = n->next;
-		part->wrs[part->seg_end - 1].next = part->seg_next;
-		if (posting) {
-			for (i = part->cursor; i < part->seg_end; i++) {
-				if (&part->wrs[i] == bad) {
-					posting = false;
-					victim = part;
-					break;
-				}
-				q->sq_used++;
-				chain_posted(part, i);
-				if (part->wrs[i].send_flags & IBV_SEND_SIGNALED) {
-					/* it carries what came before */
-					pending = NULL;
-					ptail = &pending;
-					tail = 0;
-				} else {
-					tail++;
-				}
-			}
-			end = i;
-		} else if (!victim) {
-			victim = part;	/* nothing went out: blame the head */
-		}
-		/* the riders of slots that did not go out are not counted */
-		for (i = end; i < part->seg_end; i++)
-			part->slots[i].riders = NULL;
-		if (end > part->cursor &&
-		    !(part->wrs[end - 1].send_flags & IBV_SEND_SIGNALED)) {
-			part->rider_next = NULL;
-			*ptail = part;
-			ptail = &part->rider_next;
-		}
-		part->cursor = end;
-		if (part == victim) {
-			part_dequeue(part);
-			req_set_error(part->req, err, -1);
-		} else if (part->cursor == part->n) {
-			part_dequeue(part);
-		}
-		if (done)
-			break;
-	}
-	if (pending && post_terminator(q, pending, tail)) {
-		/*
-		 * The QP takes nothing: fail the peer, which moves it to the
-		 * error state, where a WR posted after the others completes
-		 * (flushed) after all of them.  If even that is refused, keep
-		 * the requests in flight: see above.
-		 */
-		rx_peer_fail(q->peer, err);
-		if (post_terminator(q, pending, tail)) {
-			struct rx_part *r;
-
-			for (r = pending; r; r = r->rider_next)
-				r->req->signals++;
-		}
-	}
-	if (victim)
-		req_check_done(victim->req);
 }
 
 /* WR i of a part: its flags before signalling, inline only within what
@@ -358,7 +128,7 @@ static inline void chain_rider(struct chain_sig *c, struct rx_part *part)
  * the doorbell: every part's WR is signalled or rides on the chain's next
  * signalled WR, so each part's request waits for exactly one completion.
  * Returns 0 when it posted the chain, a negative errno when the provider
- * refused part of it (handed to chain_failed() with the state the general
+ * refused part of it (handed to rx_chain_failed() with the state the general
  * path leaves), or 1, with nothing done, where it does not apply.
  */
 static int flush_singles(struct rx_qp *q, uint32_t room, uint32_t interval)
@@ -395,7 +165,7 @@ static int flush_singles(struct rx_qp *q, uint32_t room, uint32_t interval)
 	ret = ibv_post_send(q->qp, head, &bad);
 	if (ret) {
 		ret = ret > 0 ? -ret : ret;
-		chain_failed(q, part, bad, ret);
+		rx_chain_failed(q, part, bad, ret);
 		return ret;
 	}
 	for (n = q->backlog.next; n != &q->backlog; n = n->next) {
@@ -488,7 +258,7 @@ again:
 	bad = NULL;
 	ret = ibv_post_send(q->qp, head, &bad);
 	if (ret) {
-		chain_failed(q, part, bad, ret > 0 ? -ret : ret);
+		rx_chain_failed(q, part, bad, ret > 0 ? -ret : ret);
 		/* each failure takes one part out of the backlog: this ends */
 		if (q->peer->state == RDMAXFER_PEER_CONNECTED)
 			goto again;
@@ -519,7 +289,7 @@ again:
  * and signalled: what rx_flush_backlog() does with a backlog of that one
  * part (the WR ends its chain, so it is signalled and carries no riders),
  * without queueing the part or building a chain.  A refused WR fails its
- * request as there (chain_failed(); one WR: none went out).  Returns
+ * request as there (rx_chain_failed(); one WR: none went out).  Returns
  * false, with nothing done, where this does not apply.
  */
 static bool post_alone(struct rx_qp *q, struct rx_part *part)
@@ -545,7 +315,7 @@ static bool post_alone(struct rx_qp *q, struct rx_part *part)
 		enqueue_part(part);
 		part->seg_end = 1;
 		part->seg_next = next;
-		chain_failed(q, part, bad, ret > 0 ? -ret : ret);
+		rx_chain_failed(q, part, bad, ret > 0 ? -ret : ret);
 		return true;
 	}
 	wr->next = next;
@@ -732,260 +502,6 @@ static int progress_data_locked(struct rdmaxfer_agent *agent)
 		return rx_progress_locked(agent);
 	}
 	return rx_poll_cq_locked(agent);
-}
-
-/* The next array of a request's block at *off, 16-byte aligned; *ok
- * turns false if the size overflows. */
-static size_t req_take(size_t *off, size_t n, size_t size, bool *ok)
-{
-	size_t at = (*off + 15) & ~(size_t)15, bytes;
-
-	if (at < *off || __builtin_mul_overflow(n, size, &bytes) ||
-	    __builtin_add_overflow(at, bytes, off))
-		*ok = false;
-	return at;
-}
-
-/*
- * A request is one block: the struct with nparts parts, then its arrays,
- * the 8-byte ones first.  A READ of one piece takes about 740 bytes where
- * a struct with room for 16 parts and seven arrays of their own took 2.2
- * KB in eight allocations: a window of 128 such requests, all of it
- * touched as they are reposted, spans about 23 pages instead of 69.
- */
-static int req_alloc(struct rdmaxfer_req **reqp, size_t nlocal, uint32_t nwr,
-		     unsigned int nparts)
-{
-	size_t off = sizeof(struct rdmaxfer_req) +
-		     nparts * sizeof(struct rx_part);
-	size_t o_wrs, o_sges, o_slots, o_local, o_ents, o_wr_local, o_flags;
-	struct rdmaxfer_req *req;
-	bool ok = nparts <= RX_MAX_QPS;
-	uint8_t *b;
-
-	o_wrs = req_take(&off, nwr, sizeof(struct ibv_send_wr), &ok);
-	o_sges = req_take(&off, nwr, sizeof(struct ibv_sge), &ok);
-	o_slots = req_take(&off, nwr, sizeof(struct rx_slot), &ok);
-	o_local = req_take(&off, nlocal, sizeof(struct rdmaxfer_iov), &ok);
-	o_ents = req_take(&off, nlocal, sizeof(struct regcache_entry *), &ok);
-	o_wr_local = req_take(&off, nwr, sizeof(uint32_t), &ok);
-	o_flags = req_take(&off, nwr, sizeof(int), &ok);
-	if (!ok)
-		return -ENOMEM;
-	b = calloc(1, off);
-	if (!b)
-		return -ENOMEM;
-	req = (struct rdmaxfer_req *)b;
-	req->wrs = (struct ibv_send_wr *)(b + o_wrs);
-	req->sges = (struct ibv_sge *)(b + o_sges);
-	req->slots = (struct rx_slot *)(b + o_slots);
-	req->local = (struct rdmaxfer_iov *)(b + o_local);
-	req->ents = (struct regcache_entry **)(b + o_ents);
-	req->wr_local = (uint32_t *)(b + o_wr_local);
-	req->base_flags = (int *)(b + o_flags);
-	req->nlocal = nlocal;
-	req->nwr = nwr;
-	req->wc_status = -1;
-	rx_list_init(&req->node);
-	*reqp = req;
-	return 0;
-}
-
-static void req_register(struct rdmaxfer_req *req)
-{
-	struct rdmaxfer_agent *agent = req->peer->agent;
-	unsigned int i;
-
-	for (i = 0; i < req->nparts; i++) {
-		struct rx_part *p = &req->parts[i];
-		uint32_t k;
-
-		for (k = 0; k < p->n; k++) {
-			p->slots[k].req = req;
-			p->slots[k].qp = (uint16_t)p->qp;
-			p->wrs[k].next = k + 1 < p->n ? &p->wrs[k + 1] : NULL;
-		}
-	}
-	req->notif_slot.req = req;
-	req->notif_part.req = req;
-	req->notif_part.n = 1;
-	req->notif_part.wrs = &req->notif_wr;
-	req->notif_part.slots = &req->notif_slot;
-	req->notif_part.base_flags = &req->notif_flags;
-	rx_list_init(&req->notif_part.node);
-	pthread_mutex_lock(&agent->lock);
-	req->peer->nreqs++;
-	rx_list_add_tail(&agent->reqs, &req->node);
-	pthread_mutex_unlock(&agent->lock);
-}
-
-/* Each remote range [addr, addr + len) of a request against the peer's
- * exports (a no-op without a list). */
-static int check_exports(struct rdmaxfer_peer *peer,
-			 const struct rdmaxfer_desc *remote, size_t n)
-{
-	struct rdmaxfer_agent *agent = peer->agent;
-	size_t i;
-	int ret = 0;
-
-	pthread_mutex_lock(&agent->lock);
-	for (i = 0; i < n && !ret; i++)
-		ret = rx_check_remote(peer, remote[i].addr, remote[i].len,
-				      remote[i].rkey);
-	pthread_mutex_unlock(&agent->lock);
-	return ret;
-}
-
-RX_EXPORT
-int rdmaxfer_xfer_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
-			  const struct rdmaxfer_iov *local, size_t nlocal,
-			  const struct rdmaxfer_desc *remote, size_t nremote,
-			  const struct rdmaxfer_xfer_notif *notif,
-			  struct rdmaxfer_req **reqp)
-{
-	struct rdmaxfer_agent *agent;
-	struct rx_xfer_arrays arrays;
-	struct rx_xfer_plan plan;
-	struct rdmaxfer_req *req;
-	unsigned int q;
-	int ret;
-
-	if (!peer || !reqp)
-		return -EINVAL;
-	agent = peer->agent;
-	/* every length is bounded and every count checked here, before
-	 * anything is allocated (xfer_plan.c) */
-	ret = rx_xfer_plan_check(&plan, op, local, nlocal, remote, nremote,
-				 peer->nqps, agent->info.max_msg_size,
-				 agent->attr.stripe_threshold, notif != NULL);
-	if (ret)
-		return ret;
-	ret = check_exports(peer, remote, nremote);
-	if (ret)
-		return ret;
-	if (!plan.striped && !notif) {
-		pthread_mutex_lock(&agent->lock);
-		plan.fixed_qp = peer->rr++ % plan.nqps;
-		pthread_mutex_unlock(&agent->lock);
-	}
-	ret = rx_xfer_plan_count(&plan, local, nlocal);
-	if (ret)
-		return ret;
-	ret = req_alloc(&req, nlocal, plan.nwr, plan.nparts);
-	if (ret)
-		return ret;
-	req->peer = peer;
-	req->op = op;
-	req->bytes = plan.total;
-	memcpy(req->local, local, nlocal * sizeof(*local));
-
-	arrays.wrs = req->wrs;
-	arrays.sges = req->sges;
-	arrays.base_flags = req->base_flags;
-	arrays.wr_local = req->wr_local;
-	rx_xfer_plan_build(&plan, op, local, remote, nlocal, notif, &arrays);
-	if (notif && !plan.chained) {
-		/* striped: sent after all the data, on QP 0 */
-		req->notif_flags = 0;
-		req->notif_deferred = true;
-		rx_xfer_notif_wr(&req->notif_wr, notif->value, &remote[0]);
-	}
-	for (q = 0; q < plan.nqps; q++) {
-		struct rx_part *p;
-
-		if (!plan.count[q])
-			continue;
-		p = &req->parts[req->nparts++];
-		p->req = req;
-		p->qp = q;
-		p->wrs = &req->wrs[plan.off[q]];
-		p->slots = &req->slots[plan.off[q]];
-		p->base_flags = &req->base_flags[plan.off[q]];
-		p->n = plan.count[q];
-		rx_list_init(&p->node);
-	}
-	req_register(req);
-	*reqp = req;
-	return 0;
-}
-
-RX_EXPORT
-int rdmaxfer_atomic_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
-			    const struct rdmaxfer_desc *remote,
-			    uint64_t offset, uint64_t operand, uint64_t swap,
-			    uint64_t *result, struct rdmaxfer_req **reqp)
-{
-	struct rdmaxfer_agent *agent;
-	struct rdmaxfer_req *req;
-	struct ibv_send_wr *wr;
-	uint64_t addr;
-	int ret;
-
-	if (!peer || !remote || !result || !reqp)
-		return -EINVAL;
-	if (op != RDMAXFER_OP_FADD && op != RDMAXFER_OP_CSWAP)
-		return -EINVAL;
-	ret = rx_check_remote_desc(remote);
-	if (ret)
-		return ret;
-	if (offset > remote->len || remote->len - offset < 8)
-		return -ERANGE;
-	addr = remote->addr + offset;
-	if ((addr & 7) || ((uintptr_t)result & 7))
-		return -EINVAL;
-	agent = peer->agent;
-	pthread_mutex_lock(&agent->lock);
-	ret = rx_check_remote(peer, addr, 8, remote->rkey);
-	pthread_mutex_unlock(&agent->lock);
-	if (ret)
-		return ret;
-	ret = req_alloc(&req, 1, 1, 1);
-	if (ret)
-		return ret;
-	req->peer = peer;
-	req->op = op;
-	req->bytes = 8;
-	req->result = result;
-	req->local[0].addr = result;
-	req->local[0].len = 8;
-	wr = &req->wrs[0];
-	req->sges[0].addr = (uintptr_t)result;
-	req->sges[0].length = 8;
-	wr->sg_list = &req->sges[0];
-	wr->num_sge = 1;
-	wr->opcode = op == RDMAXFER_OP_FADD ? IBV_WR_ATOMIC_FETCH_AND_ADD :
-					      IBV_WR_ATOMIC_CMP_AND_SWP;
-	wr->wr.atomic.remote_addr = addr;
-	wr->wr.atomic.rkey = remote->rkey;
-	wr->wr.atomic.compare_add = operand;
-	wr->wr.atomic.swap = swap;
-	pthread_mutex_lock(&agent->lock);
-	req->parts[0].qp = peer->rr++ % peer->nqps;
-	pthread_mutex_unlock(&agent->lock);
-	req->parts[0].req = req;
-	req->parts[0].wrs = req->wrs;
-	req->parts[0].slots = req->slots;
-	req->parts[0].base_flags = req->base_flags;
-	req->parts[0].n = 1;
-	rx_list_init(&req->parts[0].node);
-	req->nparts = 1;
-	req_register(req);
-	*reqp = req;
-	return 0;
-}
-
-RX_EXPORT
-int rdmaxfer_atomic_set(struct rdmaxfer_req *req, uint64_t operand,
-			uint64_t swap)
-{
-	if (!req || (req->op != RDMAXFER_OP_FADD &&
-		     req->op != RDMAXFER_OP_CSWAP))
-		return -EINVAL;
-	if (req->state == RX_REQ_ACTIVE)
-		return -EBUSY;
-	req->wrs[0].wr.atomic.compare_add = operand;
-	req->wrs[0].wr.atomic.swap = swap;
-	return 0;
 }
 
 /*
@@ -1369,7 +885,7 @@ void rx_req_release(struct rdmaxfer_agent *agent, struct rdmaxfer_req *req)
 	for (i = 0; i < req->nlocal; i++)
 		if (req->ents[i])
 			regcache_put(cache, req->ents[i]);
-	/* one block (req_alloc()), or a file request's struct alone */
+	/* one block (rx_req_alloc()), or a file request's struct alone */
 	free(req);
 }
 

@@ -16,7 +16,7 @@
  *
  * No verbs calls (only the work request layout of the verbs header): the
  * host tests and the fuzzer (tests/fuzz_xfer.c) build this file on its
- * own; xfer.c allocates what the plan says and posts what it built.
+ * own; prepare.c allocates what the plan says, xfer.c posts what it built.
  */
 #include <errno.h>
 #include <string.h>

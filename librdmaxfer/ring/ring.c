@@ -7,7 +7,7 @@
  *
  * Nothing here talks to verbs: the slots are registered through the cache
  * with exactly the remote rights they need (mem.c), a grain is a prepared
- * WRITE with a notification (xfer.c splits a grain over the port's max
+ * WRITE with a notification (prepare.c splits a grain over the port's max
  * message size and puts the immediate on its last piece only), grains
  * arrive as the target agent's immediate notifications (notif.c), and the
  * target info is the metadata blob (blob.c, ring_info.c).

@@ -659,8 +659,8 @@ void rx_devmem_release(struct rdmaxfer_mem *mem);
 int rx_devmem_mem_desc(const struct rdmaxfer_mem *mem, size_t offset,
 		       size_t len, struct rdmaxfer_desc *desc);
 void rx_devmem_fini(struct rdmaxfer_agent *agent);
-/* odp.c: a loopback RC QP (connected to dqpn on the agent's port) and a
- * signalled work request on it, waited for (2 s): 0 or -errno */
+/* loopback.c: a loopback RC QP (connected to dqpn on the agent's port)
+ * and a signalled work request on it, waited for (2 s): 0 or -errno */
 int rx_loopback_connect(struct rdmaxfer_agent *agent, struct ibv_qp *q,
 			uint32_t dqpn);
 int rx_loopback_post(struct ibv_qp *qp, struct ibv_cq *cq,

@@ -25,7 +25,7 @@
  * - the start-up check of each device path, best first, until one
  *   passes (as UCX enables MEMIC only after an atomic on a DM key
  *   worked): a 64-byte region of that path, a pair of loopback RC QPs
- *   (odp.c's, as its self-test uses), a fetch-and-add through the
+ *   (loopback.c's, as the ODP self-test uses), a fetch-and-add through the
  *   region's key at its descriptor address, and both the fetched value
  *   and the word read back must be right.
  * - the host fallback: page-rounded anonymous memory registered through

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * odp.h - the agent's on-demand-paging state (odp.c), private.
+ * odp.h - the agent's on-demand-paging state (odp.c, odp_selftest.c),
+ * private.
  */
 #ifndef RX_ODP_H
 #define RX_ODP_H
@@ -35,5 +36,19 @@ void rx_odp_fini(struct rdmaxfer_agent *agent);
  */
 int rx_odp_pick_cache(struct rdmaxfer_agent *agent, uint32_t access,
 		      struct regcache **cachep);
+
+/* odp.c and odp_selftest.c: the verbs RC capability each operation needs */
+#define RX_ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#define RX_ODP_NOPS		4
+struct rx_odp_op_cap {
+	uint32_t op;
+	uint32_t cap;
+	const char *cap_name;
+};
+extern const struct rx_odp_op_cap rx_odp_op_caps[RX_ODP_NOPS];
+
+/* odp_selftest.c: run the self-test on the agent's device; fills
+ * agent->odp.caps (bad_ops, selftest, selftest_msg, prefetch) */
+void rx_odp_selftest(struct rdmaxfer_agent *agent);
 
 #endif /* RX_ODP_H */

@@ -31,39 +31,6 @@
 
 #define MD_FLAG_LISTENING	(1U << 0)
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = v;
-	p[1] = v >> 8;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, v);
-	put16(p + 2, v >> 16);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, v);
-	put32(p + 4, v >> 32);
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return get16(p) | (uint32_t)get16(p + 2) << 16;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
 size_t rx_md_size(size_t ndescs)
 {
 	return RX_MD_HDR_LEN + ndescs * RX_MD_DESC_LEN;
@@ -71,7 +38,7 @@ size_t rx_md_size(size_t ndescs)
 
 static bool kind_valid(uint32_t kind)
 {
-	return rx_desc_kind_valid(kind);	/* devmem.h */
+	return rx_desc_kind_valid(kind);	/* wire.h */
 }
 
 int rx_md_encode(const struct rdmaxfer_md *md, void *buf, size_t cap,

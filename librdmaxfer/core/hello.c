@@ -38,39 +38,6 @@
 _Static_assert(sizeof(struct rx_hello) == RX_HELLO_LEN, "hello layout");
 _Static_assert(sizeof(struct rx_welcome) == RX_WELCOME_LEN, "welcome layout");
 
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)get16(p) | (uint32_t)get16(p + 2) << 16;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)v);
-	put16(p + 2, (uint16_t)(v >> 16));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)v);
-	put32(p + 4, (uint32_t)(v >> 32));
-}
-
 /* The common header: -EBADMSG if it is not ours, -EPROTO if it is ours
  * but of another version. */
 static int check_header(const uint8_t *p, size_t len)

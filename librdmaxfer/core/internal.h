@@ -19,6 +19,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "rdmaxfer.h"
+#include "wire.h"
 #include "odp.h"
 #include "devmem.h"
 

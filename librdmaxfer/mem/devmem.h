@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "rdmaxfer.h"
+#include "core/wire.h"
 
 #define RX_DM_NPATHS		(RDMAXFER_DM_PATH_HOST + 1)
 /* mkey_7_0 of our KSM keys: any byte; a fixed one names them in dumps */
@@ -101,18 +102,5 @@ void rx_dm_teardown(const struct rx_dm_ops *ops, struct rx_dm_region *r);
  * end); -ERANGE outside it. */
 int rx_dm_desc(const struct rx_dm_region *r, uint64_t offset, uint64_t len,
 	       struct rdmaxfer_desc *d);
-
-/* Whether a descriptor's kind field is one we serve: a kind, and the
- * zero-based bit only with DEVICE. */
-static inline bool rx_desc_kind_valid(uint32_t kind)
-{
-	uint32_t k = kind & RDMAXFER_DESC_KIND_MASK;
-
-	if (kind & ~(RDMAXFER_DESC_KIND_MASK | RDMAXFER_DESC_ZERO_BASED))
-		return false;
-	if ((kind & RDMAXFER_DESC_ZERO_BASED) && k != RDMAXFER_MEM_DEVICE)
-		return false;
-	return k >= RDMAXFER_MEM_HOST && k <= RDMAXFER_MEM_DMABUF;
-}
 
 #endif /* RX_DEVMEM_H */

@@ -33,24 +33,6 @@
 #define RING_HDR2_LEN	32
 #define CREDIT_LEN	8
 
-static void put_le(uint8_t *p, uint64_t v, int bytes)
-{
-	int i;
-
-	for (i = 0; i < bytes; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int bytes)
-{
-	uint64_t v = 0;
-	int i;
-
-	for (i = 0; i < bytes; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
 /* The geometry and the fields every form must carry. */
 int rx_ring_info_check(const struct rdmaxfer_ring_info *info)
 {
@@ -158,10 +140,10 @@ int rx_ring_attach_encode(uint64_t addr, uint32_t rkey, void *buf, size_t cap)
 	if (!p || cap < RX_RING_ATTACH_LEN)
 		return -EINVAL;
 	memset(p, 0, RX_RING_ATTACH_LEN);
-	put_le(p, RDMAXFER_RING_MAGIC, 4);
-	put_le(p + 4, RX_RING_ATTACH_VERSION, 2);
-	put_le(p + 8, addr, 8);
-	put_le(p + 16, rkey, 4);
+	put32(p, RDMAXFER_RING_MAGIC);
+	put16(p + 4, RX_RING_ATTACH_VERSION);
+	put64(p + 8, addr);
+	put32(p + 16, rkey);
 	return 0;
 }
 
@@ -172,12 +154,12 @@ int rx_ring_attach_decode(const void *buf, size_t len, uint64_t *addr,
 	const uint8_t *p = buf;
 
 	if (!p || len != RX_RING_ATTACH_LEN ||
-	    get_le(p, 4) != RDMAXFER_RING_MAGIC ||
-	    get_le(p + 4, 2) != RX_RING_ATTACH_VERSION || get_le(p + 6, 2) ||
-	    get_le(p + 20, 4))
+	    get32(p) != RDMAXFER_RING_MAGIC ||
+	    get16(p + 4) != RX_RING_ATTACH_VERSION || get16(p + 6) ||
+	    get32(p + 20))
 		return -EBADMSG;
-	*addr = get_le(p + 8, 8);
-	*rkey = (uint32_t)get_le(p + 16, 4);
+	*addr = get64(p + 8);
+	*rkey = (uint32_t)get32(p + 16);
 	return 0;
 }
 
@@ -216,16 +198,16 @@ int rdmaxfer_ring_info_pack(const struct rdmaxfer_ring_info *info, void *buf,
 	ret = rx_md_encode(&md, p + hdr, cap - hdr, &mdlen);
 	if (ret)
 		return ret;
-	put_le(p, RDMAXFER_RING_MAGIC, 4);
-	put_le(p + 4, info->version, 2);
-	put_le(p + 6, info->flavour, 2);
-	put_le(p + 8, len, 4);
-	put_le(p + 12, info->n_slots, 4);
-	put_le(p + 16, info->slot_size, 8);
+	put32(p, RDMAXFER_RING_MAGIC);
+	put16(p + 4, info->version);
+	put16(p + 6, info->flavour);
+	put32(p + 8, len);
+	put32(p + 12, info->n_slots);
+	put64(p + 16, info->slot_size);
 	if (hdr == RING_HDR2_LEN) {
-		put_le(p + 24, info->channels, 2);
-		put_le(p + 26, info->flags, 2);
-		put_le(p + 28, 0, 4);
+		put16(p + 24, info->channels);
+		put16(p + 26, info->flags);
+		put32(p + 28, 0);
 	}
 	return 0;
 }
@@ -243,16 +225,16 @@ int rdmaxfer_ring_info_parse(const void *blob, size_t len,
 
 	if (!blob || !info || len < RING_HDR_LEN)
 		return -EINVAL;
-	if (get_le(p, 4) != RDMAXFER_RING_MAGIC)
+	if (get32(p) != RDMAXFER_RING_MAGIC)
 		return -EINVAL;
-	version = (uint32_t)get_le(p + 4, 2);
+	version = (uint32_t)get16(p + 4);
 	if (version != RDMAXFER_RING_VERSION &&
 	    version != RDMAXFER_RING_VERSION_EXT)
 		return -EPROTO;
 	hdr = version == RDMAXFER_RING_VERSION ? RING_HDR_LEN : RING_HDR2_LEN;
-	if (len < hdr || get_le(p + 8, 4) != len)
+	if (len < hdr || get32(p + 8) != len)
 		return -EINVAL;
-	if (hdr == RING_HDR2_LEN && get_le(p + 28, 4))
+	if (hdr == RING_HDR2_LEN && get32(p + 28))
 		return -EINVAL;
 	ret = rdmaxfer_md_parse(p + hdr, len - hdr, &md);
 	if (ret)
@@ -263,12 +245,12 @@ int rdmaxfer_ring_info_parse(const void *blob, size_t len,
 	}
 	memset(&out, 0, sizeof(out));
 	out.version = version;
-	out.flavour = (uint32_t)get_le(p + 6, 2);
-	out.n_slots = (uint32_t)get_le(p + 12, 4);
-	out.slot_size = get_le(p + 16, 8);
+	out.flavour = (uint32_t)get16(p + 6);
+	out.n_slots = (uint32_t)get32(p + 12);
+	out.slot_size = get64(p + 16);
 	if (hdr == RING_HDR2_LEN) {
-		out.channels = (uint16_t)get_le(p + 24, 2);
-		out.flags = (uint16_t)get_le(p + 26, 2);
+		out.channels = (uint16_t)get16(p + 24);
+		out.flags = (uint16_t)get16(p + 26);
 	}
 	out.agent_id = md->agent_id;
 	memcpy(out.device, md->device, sizeof(out.device));

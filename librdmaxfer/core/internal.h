@@ -702,7 +702,7 @@ int rx_copy_from_user(void *dst, const void *src, size_t len);
 size_t rx_md_size(size_t ndescs);
 int rx_md_encode(const struct rdmaxfer_md *md, void *buf, size_t cap,
 		 size_t *lenp);
-/* xfer.c, for ring.c */
+/* xfer.c, for ring_writer.c */
 int rx_req_set_imm(struct rdmaxfer_req *req, uint32_t value);
 
 /*
@@ -751,7 +751,7 @@ void rx_xfer_notif_wr(struct ibv_send_wr *wr, uint32_t value,
 		      const struct rdmaxfer_desc *remote);
 
 /*
- * ring.c, for notif.c (agent lock held): an immediate or a
+ * ring_recv.c, for notif.c (agent lock held): an immediate or a
  * message of a peer, which returns true when it was the rings' (a grain
  * of the ring the peer is attached to, or an attach); the rings'
  * callbacks, run where the application's are; a peer going away.

@@ -17,7 +17,7 @@
  * them (backpressure: the SRQ runs dry, every sender waits, nothing is
  * lost), and max_notifs_peer for one peer, past which that peer is failed
  * (the SRQ is shared: holding buffers back for one peer would hold back
- * all of them).  A ring's immediates go to the ring (ring.c).
+ * all of them).  A ring's immediates go to the ring (ring/ring_recv.c).
  *
  * A sent message stays in a send slot until its completion, which a
  * receiver that stops progressing may hold back for ever.  Slots are
@@ -263,7 +263,7 @@ uint32_t rx_recv_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
 	}
 	n->peer = peer;
 	n->peer_id = peer ? peer->remote_id : 0;
-	/* a ring's grains and attaches are the ring's (ring.c) */
+	/* a ring's grains and attaches are the ring's (ring_recv.c) */
 	if (peer && rx_ring_recv(agent, peer, n))
 		goto out;
 	if (peer && peer->nnotifs >= agent->attr.max_notifs_peer) {

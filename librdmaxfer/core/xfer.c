@@ -766,7 +766,7 @@ int rdmaxfer_req_post_list(struct rdmaxfer_req *const *reqs, unsigned int n,
 	return ret;
 }
 
-/* ring.c: a prepared write's immediate, changed before it is posted
+/* ring_writer.c: a prepared write's immediate, changed before it is posted
  * again (never while it is in flight). */
 int rx_req_set_imm(struct rdmaxfer_req *req, uint32_t value)
 {

@@ -340,6 +340,10 @@ void rc_defer_list(struct regcache *cache, struct rc_list *release);
 /* Evict one unreferenced entry by CLOCK; false if none. */
 bool rc_evict_one(struct regcache *cache, struct rc_list *release);
 
+/* the page size, set by the first regcache_create() (regcache.c);
+ * hidden, so the hit path reads it as it did a static */
+extern size_t rc_page_size __attribute__((visibility("hidden")));
+
 /* entry.c */
 int rc_chunk_add(struct regcache *cache);
 void rc_chunk_free(const struct rc_chunk *c);

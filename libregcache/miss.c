@@ -227,110 +227,227 @@ static void rc_count_unwatched(struct regcache *cache, int err)
 					  memory_order_relaxed);
 }
 
+/*
+ * A miss in progress (rc_get_slow()): the request, what its plan covers
+ * (m), the entry being registered (e), the attempt (level), and what the
+ * retries learnt: without growth (grow false), without the union (merge
+ * false), the memory changed under the last registration (lost).
+ */
+struct rc_miss {
+	struct regcache *cache;
+	uintptr_t start, end;
+	uint32_t access;
+	struct rc_merge m;
+	struct rc_list release;
+	struct regcache_entry *e;
+	enum rc_try level;
+	bool merged, grow, merge, lost;
+	int unwatched;		/* why the monitor refused the request */
+};
+
+/* Write lock held: the lookup again, dropping the stale entries it ran
+ * into; the entry found, or NULL. */
+static struct regcache_entry *rc_miss_lookup_locked(struct rc_miss *x)
+{
+	struct regcache *cache = x->cache;
+	struct regcache_entry *e;
+	bool stale;
+
+	/* Drop the stale entries the lookup ran into. */
+	e = rc_lookup(cache, x->start, x->end, x->access, &stale);
+	if (stale) {
+		struct rc_collect c = { .cache = cache, .only_stale = true };
+
+		rc_list_init(&c.list);
+		rc_itree_visit(&cache->tree, x->start, x->end, rc_collect_fn,
+			       &c);
+		rc_drop_collected(cache, &c, &x->release);
+	}
+	return e;
+}
+
+/*
+ * Write lock held: the entry (x->e), the plan of what it registers (the
+ * union with the entries it touches, its growth: x->m, x->level), the
+ * covered entries pinned, the entry subscribed and put on the pending
+ * list.  -ENOMEM without an entry slot.
+ */
+static int rc_miss_plan_locked(struct rc_miss *x)
+{
+	struct regcache *cache = x->cache;
+	struct rc_merge *m = &x->m;
+	struct regcache_entry *e;
+	size_t i;
+	int ret;
+
+	e = rc_entry_alloc(cache, true);
+	if (!e)
+		return -ENOMEM;
+	x->e = e;
+	m->cache = cache;
+	m->start = m->rstart = x->start;
+	m->end = m->rend = x->end;
+	m->access = m->raccess = x->access;
+	m->ncovered = 0;
+	m->grew = m->nomem = false;
+	x->merged = x->merge && cache->merge_max >= rc_page_size &&
+		    rc_merge_plan(cache, m);
+	if (!x->merged) {
+		rc_merge_reset(m);
+		m->start = x->start;
+		m->end = x->end;
+		m->access = x->access;
+	}
+	x->level = RC_TRY_EXACT;
+	if (x->merged) {
+		m->gstart = m->start;
+		m->gend = m->end;
+		if (x->grow)
+			rc_grow_plan(cache, m);
+		x->level = m->gstart != m->start || m->gend != m->end ?
+			   RC_TRY_GROWN : RC_TRY_UNION;
+	}
+	e->cached = true;
+	/* Pin the covered entries: they may not vanish while unlocked. */
+	for (i = 0; i < m->ncovered; i++)
+		atomic_fetch_add(&m->covered[i]->refs, RC_REF_USER);
+	ret = rc_subscribe_try(cache, e, m, &x->level, &x->release);
+	x->unwatched = ret;
+	if (ret)
+		e->cached = false;	/* cannot watch it: do not keep it */
+	rc_list_add_tail(&cache->pending, &e->link);
+	return 0;
+}
+
+/* No lock held: register x->e for its attempt, narrowing it while the
+ * backend refuses; 0 or the last attempt's error. */
+static int rc_miss_register(struct rc_miss *x)
+{
+	struct regcache *cache = x->cache;
+	struct regcache_entry *e = x->e;
+	int ret;
+
+	ret = rc_register_level(cache, e, x->level);
+	while (ret && x->level != RC_TRY_EXACT) {
+		/*
+		 * An extension the backend refuses, or a union with
+		 * unmapped holes: try the next narrower range.  An
+		 * extension refused for lack of pinnable memory is
+		 * dropped at once rather than halved.
+		 */
+		rc_brlock_write_lock(&cache->lock);
+		rc_unsubscribe_locked(cache, e);
+		if (x->level != RC_TRY_GROWN || rc_reg_nomem(ret) ||
+		    !rc_grow_shrink(&x->m))
+			rc_try_next(&x->m, &x->level, &x->release);
+		atomic_store(&e->stale, 0);
+		x->unwatched = rc_subscribe_try(cache, e, &x->m, &x->level,
+						&x->release);
+		e->cached = !x->unwatched;
+		rc_brlock_write_unlock(&cache->lock);
+		rc_release_list(cache, &x->release);
+		ret = rc_register_level(cache, e, x->level);
+	}
+	return ret;
+}
+
+/*
+ * Write lock held, and dropped: the memory changed while we registered
+ * it, so the entry goes and the next try is one step narrower.  What
+ * changed may be a busy neighbour the request has nothing to do with: the
+ * extension reaches into it, or a covered entry of the union is its
+ * memory, and a thread that keeps unmapping and remapping it would make
+ * us lose every time.  So without the extension first, then without the
+ * union: the exact request, which only a change of the requested memory
+ * itself can spoil.
+ */
+static void rc_miss_lost(struct rc_miss *x)
+{
+	struct regcache *cache = x->cache;
+
+	if (x->level == RC_TRY_GROWN)
+		x->grow = false;
+	else if (x->level == RC_TRY_UNION)
+		x->merge = false;
+	x->lost = true;
+	rc_unsubscribe_locked(cache, x->e);
+	rc_merge_unref(&x->m, &x->release);
+	rc_brlock_write_unlock(&cache->lock);
+	rc_release_list(cache, &x->release);
+	rc_deregister_now(cache, x->e);
+	rc_entry_free(cache, x->e);
+}
+
+/* Write lock held: index x->e, retiring what the union replaces. */
+static void rc_miss_admit_locked(struct rc_miss *x)
+{
+	struct regcache *cache = x->cache;
+	size_t i;
+
+	/* Retire what the union replaces. */
+	for (i = 0; i < x->m.ncovered; i++) {
+		struct regcache_entry *c = x->m.covered[i];
+
+		if (c->in_tree) {
+			rc_itree_remove(&cache->tree, &c->node);
+			rc_list_del(&c->lru);
+			cache->entries--;
+			cache->bytes -= c->node.end - c->node.start;
+			RC_WRITE_ONCE(c->in_tree, false);
+			rc_unsubscribe_locked(cache, c);
+			atomic_fetch_sub(&c->refs, RC_REF_TREE);
+			atomic_fetch_add_explicit(&cache->tree_seq, 1,
+						  memory_order_release);
+		}
+	}
+	if (x->merged)
+		atomic_fetch_add_explicit(&cache->merges, 1,
+					  memory_order_relaxed);
+	rc_admit_locked(cache, x->e, &x->release);
+}
+
+/*
+ * A miss: look again under the write lock, plan, register unlocked, and
+ * index the entry only if its memory did not change meanwhile, else try
+ * again narrower (RC_GET_RETRIES times).
+ */
 int __attribute__((noinline))
 rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 		       uint32_t access, struct regcache_entry **entryp)
 {
-	struct rc_merge m;
-	struct rc_list release;
+	struct rc_miss x = {
+		.cache = cache, .start = start, .end = end, .access = access,
+		.grow = true, .merge = true,
+	};
 	struct regcache_entry *e;
-	bool merged, stale, grow = true, merge = true, lost = false;
-	enum rc_try level;
 	unsigned int tries;
-	size_t i;
 	int ret = 0;
-	int unwatched = 0;	/* why the monitor refused the request */
 
-	memset(&m, 0, sizeof(m));
-	rc_list_init(&release);
+	rc_list_init(&x.release);
 	for (tries = 0; tries < RC_GET_RETRIES; tries++) {
-		lost = false;
+		x.lost = false;
 		rc_brlock_write_lock(&cache->lock);
-		/* Drop the stale entries the lookup ran into. */
-		e = rc_lookup(cache, start, end, access, &stale);
-		if (stale) {
-			struct rc_collect c = { .cache = cache, .only_stale = true };
-
-			rc_list_init(&c.list);
-			rc_itree_visit(&cache->tree, start, end, rc_collect_fn, &c);
-			rc_drop_collected(cache, &c, &release);
-		}
+		e = rc_miss_lookup_locked(&x);
 		if (e) {
 			rc_hit(e);
 			rc_brlock_write_unlock(&cache->lock);
-			rc_release_list(cache, &release);
-			free(m.covered);
+			rc_release_list(cache, &x.release);
+			free(x.m.covered);
 			*entryp = e;
 			return 0;
 		}
 		if (tries == 0)
 			atomic_fetch_add_explicit(&cache->misses, 1,
 						  memory_order_relaxed);
-
-		e = rc_entry_alloc(cache, true);
-		if (!e) {
-			rc_brlock_write_unlock(&cache->lock);
-			rc_release_list(cache, &release);
-			ret = -ENOMEM;
-			break;
-		}
-		m.cache = cache;
-		m.start = m.rstart = start;
-		m.end = m.rend = end;
-		m.access = m.raccess = access;
-		m.ncovered = 0;
-		m.grew = m.nomem = false;
-		merged = merge && cache->merge_max >= rc_page_size &&
-			 rc_merge_plan(cache, &m);
-		if (!merged) {
-			rc_merge_reset(&m);
-			m.start = start;
-			m.end = end;
-			m.access = access;
-		}
-		level = RC_TRY_EXACT;
-		if (merged) {
-			m.gstart = m.start;
-			m.gend = m.end;
-			if (grow)
-				rc_grow_plan(cache, &m);
-			level = m.gstart != m.start || m.gend != m.end ?
-				RC_TRY_GROWN : RC_TRY_UNION;
-		}
-		e->cached = true;
-		/* Pin the covered entries: they may not vanish while unlocked. */
-		for (i = 0; i < m.ncovered; i++)
-			atomic_fetch_add(&m.covered[i]->refs, RC_REF_USER);
-		ret = rc_subscribe_try(cache, e, &m, &level, &release);
-		unwatched = ret;
-		if (ret)
-			e->cached = false;	/* cannot watch it: do not keep it */
-		rc_list_add_tail(&cache->pending, &e->link);
+		ret = rc_miss_plan_locked(&x);
 		rc_brlock_write_unlock(&cache->lock);
-		rc_release_list(cache, &release);
+		rc_release_list(cache, &x.release);
+		if (ret)
+			break;			/* no entry slot */
 
-		ret = rc_register_level(cache, e, level);
-		while (ret && level != RC_TRY_EXACT) {
-			/*
-			 * An extension the backend refuses, or a union with
-			 * unmapped holes: try the next narrower range.  An
-			 * extension refused for lack of pinnable memory is
-			 * dropped at once rather than halved.
-			 */
-			rc_brlock_write_lock(&cache->lock);
-			rc_unsubscribe_locked(cache, e);
-			if (level != RC_TRY_GROWN || rc_reg_nomem(ret) ||
-			    !rc_grow_shrink(&m))
-				rc_try_next(&m, &level, &release);
-			atomic_store(&e->stale, 0);
-			unwatched = rc_subscribe_try(cache, e, &m, &level,
-						     &release);
-			e->cached = !unwatched;
-			rc_brlock_write_unlock(&cache->lock);
-			rc_release_list(cache, &release);
-			ret = rc_register_level(cache, e, level);
-		}
-		merged = level != RC_TRY_EXACT;
+		ret = rc_miss_register(&x);
+		e = x.e;
+		x.merged = x.level != RC_TRY_EXACT;
 		/*
 		 * Let the monitor apply what it learnt while we registered
 		 * (the uffd thread may have read an unmap of this range and
@@ -344,76 +461,35 @@ rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 		if (ret) {
 			/* The cache is left as it was. */
 			rc_unsubscribe_locked(cache, e);
-			rc_merge_unref(&m, &release);
+			rc_merge_unref(&x.m, &x.release);
 			rc_brlock_write_unlock(&cache->lock);
-			rc_release_list(cache, &release);
+			rc_release_list(cache, &x.release);
 			rc_entry_free(cache, e);
-			free(m.covered);
+			free(x.m.covered);
 			return ret;
 		}
 		if (atomic_load(&e->stale) ||
 		    (e->subscribed && !rc_mon_valid(cache, e))) {
-			/*
-			 * The memory changed while we registered it: again,
-			 * one step narrower.  What changed may be a busy
-			 * neighbour the request has nothing to do with: the
-			 * extension reaches into it, or a covered entry of
-			 * the union is its memory, and a thread that keeps
-			 * unmapping and remapping it would make us lose every
-			 * time.  So without the extension first, then without
-			 * the union: the exact request, which only a change
-			 * of the requested memory itself can spoil.
-			 */
-			if (level == RC_TRY_GROWN)
-				grow = false;
-			else if (level == RC_TRY_UNION)
-				merge = false;
-			lost = true;
-			rc_unsubscribe_locked(cache, e);
-			rc_merge_unref(&m, &release);
-			rc_brlock_write_unlock(&cache->lock);
-			rc_release_list(cache, &release);
-			rc_deregister_now(cache, e);
-			rc_entry_free(cache, e);
+			rc_miss_lost(&x);
 			ret = -EAGAIN;
 			continue;
 		}
-		if (e->cached) {
-			/* Retire what the union replaces. */
-			for (i = 0; i < m.ncovered; i++) {
-				struct regcache_entry *c = m.covered[i];
-
-				if (c->in_tree) {
-					rc_itree_remove(&cache->tree, &c->node);
-					rc_list_del(&c->lru);
-					cache->entries--;
-					cache->bytes -= c->node.end - c->node.start;
-					RC_WRITE_ONCE(c->in_tree, false);
-					rc_unsubscribe_locked(cache, c);
-					atomic_fetch_sub(&c->refs, RC_REF_TREE);
-					atomic_fetch_add_explicit(&cache->tree_seq, 1,
-								  memory_order_release);
-				}
-			}
-			if (merged)
-				atomic_fetch_add_explicit(&cache->merges, 1,
-							  memory_order_relaxed);
-			rc_admit_locked(cache, e, &release);
-		}
-		rc_merge_unref(&m, &release);
+		if (e->cached)
+			rc_miss_admit_locked(&x);
+		rc_merge_unref(&x.m, &x.release);
 		rc_brlock_write_unlock(&cache->lock);
-		rc_release_list(cache, &release);
+		rc_release_list(cache, &x.release);
 		if (!e->cached) {
 			atomic_fetch_add_explicit(&cache->uncached, 1,
 						  memory_order_relaxed);
-			rc_count_unwatched(cache, unwatched);
+			rc_count_unwatched(cache, x.unwatched);
 		}
-		free(m.covered);
+		free(x.m.covered);
 		*entryp = e;
 		return 0;
 	}
-	free(m.covered);
-	if (!lost)
+	free(x.m.covered);
+	if (!x.lost)
 		return ret;
 	/*
 	 * Even the exact request changed under every registration: another

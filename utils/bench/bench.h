@@ -229,9 +229,11 @@ void raw_close(struct raw_dev *r);
 int run_reg_access(void);
 int run_reg(void);
 
-/* bench_opts.c */
+/* bench_opts.c: -1 (go on) or main's exit status */
 void usage(FILE *f);
 int check_compare_plot(bool reps_set);
+int parse_opts(int argc, char **argv, bool *size_set, bool *reps_set);
+int check_opts(int argc, char **argv, bool size_set, bool reps_set);
 
 /* rdmaxfer-bench.c */
 extern const char *const test_names[T_COUNT];

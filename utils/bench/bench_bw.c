@@ -21,6 +21,59 @@ static int post_ready(struct rdmaxfer_req **ready, unsigned int n)
 	return rdmaxfer_req_post_list(ready, n, 0, NULL);
 }
 
+/* The window's w requests of l messages of size each (iov, rd: l). */
+static int bw_prepare(struct client *c, enum rdmaxfer_op op, uint64_t size,
+		      unsigned int w, unsigned int l,
+		      struct rdmaxfer_req **reqs, struct rdmaxfer_iov *iov,
+		      struct rdmaxfer_desc *rd)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < l; i++) {
+		iov[i].addr = c->buf;
+		iov[i].len = size;
+		ret = rdmaxfer_desc_sub(&c->remote, 0, size, &rd[i]);
+		if (ret)
+			return ret;
+	}
+	for (i = 0; i < w; i++) {
+		ret = rdmaxfer_xfer_prepare(c->peer, op, iov, l, rd, l, NULL,
+					    &reqs[i]);
+		if (ret) {
+			err_msg("prepare", ret);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* --warmup: one window, not counted (perftest's bandwidth tools do none
+ * by default, so neither do we). */
+static int bw_warmup(struct rdmaxfer_req **reqs, unsigned int w)
+{
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; i < w && !ret; i++)
+		ret = rdmaxfer_req_post(reqs[i]);
+	for (i = 0; i < w && !ret; i++)
+		ret = rdmaxfer_req_wait(reqs[i], CTL_TIMEOUT_MS);
+	return ret;
+}
+
+/* The row of msgs messages of size in ns: the peak window, at least
+ * the average. */
+static void bw_report(uint64_t size, long msgs, int64_t ns, double peak)
+{
+	double secs = (double)ns / 1e9;
+	double avg = (double)msgs * size / MiB / secs;
+
+	if (peak < avg)
+		peak = avg;
+	out_bw(size, msgs, peak, avg, (double)msgs / secs / 1e6);
+}
+
 /*
  * Bandwidth at one size: o.window requests of o.post_list messages each,
  * reposted as they complete, oldest first (they complete in order on one
@@ -59,31 +112,14 @@ int bw_one(struct client *c, uint64_t size, long iters)
 		ret = -ENOMEM;
 		goto out;
 	}
-	for (i = 0; i < l; i++) {
-		iov[i].addr = c->buf;
-		iov[i].len = size;
-		ret = rdmaxfer_desc_sub(&c->remote, 0, size, &rd[i]);
+	ret = bw_prepare(c, op, size, w, l, reqs, iov, rd);
+	if (!ret && o.warmup) {
+		ret = bw_warmup(reqs, w);
 		if (ret)
-			goto out;
+			err_msg("warm-up", ret);
 	}
-	for (i = 0; i < w; i++) {
-		ret = rdmaxfer_xfer_prepare(c->peer, op, iov, l, rd, l, NULL,
-					    &reqs[i]);
-		if (ret) {
-			err_msg("prepare", ret);
-			goto out;
-		}
-	}
-	/* --warmup: one window, not counted (perftest's bandwidth tools do
-	 * none by default, so neither do we) */
-	for (i = 0; o.warmup && i < w && !ret; i++)
-		ret = rdmaxfer_req_post(reqs[i]);
-	for (i = 0; o.warmup && i < w && !ret; i++)
-		ret = rdmaxfer_req_wait(reqs[i], CTL_TIMEOUT_MS);
-	if (ret) {
-		err_msg("warm-up", ret);
+	if (ret)
 		goto out;
-	}
 
 	snprintf(what, sizeof(what), "%" PRIu64 " B", size);
 	progress_start(&pg, what);
@@ -144,15 +180,7 @@ int bw_one(struct client *c, uint64_t size, long iters)
 		}
 	}
 	t1 = now_ns();
-	{
-		double secs = (double)(t1 - t0) / 1e9;
-		double avg = (double)posts * l * size / MiB / secs;
-
-		if (peak < avg)
-			peak = avg;
-		out_bw(size, posts * l, peak, avg,
-		       (double)posts * l / secs / 1e6);
-	}
+	bw_report(size, posts * l, t1 - t0, peak);
 	ret = 0;
 	goto out;
 fail:

@@ -609,16 +609,108 @@ static const char *verdict(double *r, int n)
 
 /* ------------------------------------------------------- compare */
 
+/* The repetitions, each tool once per repetition in alternating order;
+ * ours and pt: c->reps rows of ns results.  Returns the runs that
+ * failed. */
+static int compare_reps(const char *prog, const struct bench_compare_cfg *c,
+			const char *peer_path, const uint64_t *sizes,
+			size_t ns, double *ours, double *pt, const char *tmp)
+{
+	int rep, fails = 0;
+
+	for (rep = 0; rep < c->reps; rep++) {
+		/* ports move on each repetition: no TIME_WAIT in the way */
+		uint16_t port = (uint16_t)(c->port + 2 * rep);
+		int side;
+
+		for (side = 0; side < 2; side++) {
+			/* the order alternates: neither tool always first */
+			bool is_peer = (side + rep) & 1;
+			double *dst = (is_peer ? pt : ours) + (size_t)rep * ns;
+
+			if (run_side(prog, c, is_peer, peer_path,
+				     is_peer ? port + 1 : port, sizes, ns, dst,
+				     tmp))
+				fails++;
+		}
+		fprintf(stderr, "%s: --compare: repetition %d of %d done\n",
+			prog, rep + 1, c->reps);
+	}
+	return fails;
+}
+
+/* The table: per size, the medians and the median of the paired
+ * ratios with its verdict; row[0], row[1]: the medians, for the plot. */
+static void compare_table(const struct bench_compare_cfg *c,
+			  const uint64_t *sizes, size_t ns,
+			  const double *ours, const double *pt,
+			  double row[2][BENCH_MAX_POINTS])
+{
+	double v[CMP_MAX_REPS];
+	size_t k;
+
+	printf("---------------------------------------------------------------------------------------\n");
+	printf(" #bytes     ours%-12s perftest%-8s ratio    verdict     (ratio: median of %d paired; > 1: ours %s)\n",
+	       c->lat ? "[usec]" : "[MB/sec]", c->lat ? "[usec]" : "[MB/sec]",
+	       c->reps, c->lat ? "faster" : "more bandwidth");
+	for (k = 0; k < ns; k++) {
+		double mo, mp, r[CMP_MAX_REPS], tr[CMP_MAX_REPS];
+		int no = 0, np = 0, nr = 0, i;
+		const char *vd;
+
+		for (i = 0; i < c->reps; i++) {
+			double x = ours[(size_t)i * ns + k];
+			double y = pt[(size_t)i * ns + k];
+
+			if (x > 0)
+				v[no++] = x;
+			if (y > 0)
+				tr[np++] = y;
+			if (x > 0 && y > 0)
+				r[nr++] = c->lat ? y / x : x / y;
+		}
+		qsort(v, no, sizeof(*v), cmp_d);
+		qsort(tr, np, sizeof(*tr), cmp_d);
+		mo = no ? quant(v, no, 0.5) : 0;
+		mp = np ? quant(tr, np, 0.5) : 0;
+		row[0][k] = mo;
+		row[1][k] = mp;
+		vd = verdict(r, nr);
+		if (nr)
+			printf(" %-10" PRIu64 " %-16.2f %-16.2f %-8.3f %s\n",
+			       sizes[k], mo, mp, quant(r, nr, 0.5), vd);
+		else
+			printf(" %-10" PRIu64 " %-16.2f %-16.2f %-8s %s\n",
+			       sizes[k], mo, mp, "-", "FAILED");
+	}
+	printf("# verdict: parity = ratio within +-10 %% of 1.0; ahead/behind only when the quartiles of the ratios agree\n");
+}
+
+/* The runs' output files and their folder. */
+static void compare_cleanup(const char *tmp)
+{
+	static const char *const names[] = { "ours.srv", "ours.cli",
+					     "pt.srv", "pt.cli" };
+	char path[PATH_MAX + 16];
+	size_t k;
+
+	for (k = 0; k < 4; k++) {
+		snprintf(path, sizeof(path), "%s/%s", tmp, names[k]);
+		unlink(path);
+	}
+	rmdir(tmp);
+}
+
 int bench_compare(const char *prog, const struct bench_compare_cfg *c)
 {
 	const char *peer = bench_compare_peer(c->test);
 	char peer_path[PATH_MAX], tmp[] = "/tmp/rdmaxfer-compare.XXXXXX";
 	uint64_t sizes[BENCH_MAX_POINTS];
-	double *ours = NULL, *pt = NULL, v[CMP_MAX_REPS], row[2][BENCH_MAX_POINTS];
+	double *ours = NULL, *pt = NULL, row[2][BENCH_MAX_POINTS];
 	struct bench_series s[2];
 	struct argbuf a;
 	size_t ns = 0, k;
-	int rep, ret = 0, fails = 0;
+	int ret = 0, fails;
 
 	if (!peer)
 		return -EINVAL;
@@ -660,60 +752,8 @@ int bench_compare(const char *prog, const struct bench_compare_cfg *c)
 				      "one doorbell and one CQE per message (perftest -Q 1 = --batch 1)");
 	fflush(stdout);
 
-	for (rep = 0; rep < c->reps; rep++) {
-		/* ports move on each repetition: no TIME_WAIT in the way */
-		uint16_t port = (uint16_t)(c->port + 2 * rep);
-		int side;
-
-		for (side = 0; side < 2; side++) {
-			/* the order alternates: neither tool always first */
-			bool is_peer = (side + rep) & 1;
-			double *dst = (is_peer ? pt : ours) + (size_t)rep * ns;
-
-			if (run_side(prog, c, is_peer, peer_path,
-				     is_peer ? port + 1 : port, sizes, ns, dst,
-				     tmp))
-				fails++;
-		}
-		fprintf(stderr, "%s: --compare: repetition %d of %d done\n",
-			prog, rep + 1, c->reps);
-	}
-
-	printf("---------------------------------------------------------------------------------------\n");
-	printf(" #bytes     ours%-12s perftest%-8s ratio    verdict     (ratio: median of %d paired; > 1: ours %s)\n",
-	       c->lat ? "[usec]" : "[MB/sec]", c->lat ? "[usec]" : "[MB/sec]",
-	       c->reps, c->lat ? "faster" : "more bandwidth");
-	for (k = 0; k < ns; k++) {
-		double mo, mp, r[CMP_MAX_REPS], tr[CMP_MAX_REPS];
-		int no = 0, np = 0, nr = 0, i;
-		const char *vd;
-
-		for (i = 0; i < c->reps; i++) {
-			double x = ours[(size_t)i * ns + k];
-			double y = pt[(size_t)i * ns + k];
-
-			if (x > 0)
-				v[no++] = x;
-			if (y > 0)
-				tr[np++] = y;
-			if (x > 0 && y > 0)
-				r[nr++] = c->lat ? y / x : x / y;
-		}
-		qsort(v, no, sizeof(*v), cmp_d);
-		qsort(tr, np, sizeof(*tr), cmp_d);
-		mo = no ? quant(v, no, 0.5) : 0;
-		mp = np ? quant(tr, np, 0.5) : 0;
-		row[0][k] = mo;
-		row[1][k] = mp;
-		vd = verdict(r, nr);
-		if (nr)
-			printf(" %-10" PRIu64 " %-16.2f %-16.2f %-8.3f %s\n",
-			       sizes[k], mo, mp, quant(r, nr, 0.5), vd);
-		else
-			printf(" %-10" PRIu64 " %-16.2f %-16.2f %-8s %s\n",
-			       sizes[k], mo, mp, "-", "FAILED");
-	}
-	printf("# verdict: parity = ratio within +-10 %% of 1.0; ahead/behind only when the quartiles of the ratios agree\n");
+	fails = compare_reps(prog, c, peer_path, sizes, ns, ours, pt, tmp);
+	compare_table(c, sizes, ns, ours, pt, row);
 	if (fails) {
 		fprintf(stderr, "%s: --compare: %d run(s) failed\n", prog,
 			fails);
@@ -738,16 +778,6 @@ int bench_compare(const char *prog, const struct bench_compare_cfg *c)
 out:
 	free(ours);
 	free(pt);
-	{
-		char path[PATH_MAX + 16];
-		static const char *const names[] = { "ours.srv", "ours.cli",
-						     "pt.srv", "pt.cli" };
-
-		for (k = 0; k < 4; k++) {
-			snprintf(path, sizeof(path), "%s/%s", tmp, names[k]);
-			unlink(path);
-		}
-		rmdir(tmp);
-	}
+	compare_cleanup(tmp);
 	return ret;
 }

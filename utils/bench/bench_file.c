@@ -112,6 +112,33 @@ static int bf_file(const struct bench_file_cfg *cfg, char *path, size_t plen)
 	return fd;
 }
 
+/* rdmaxfer_file_to_peer() of the whole file through one engine, after
+ * one byte untimed (the pool registration); *t: when the timed transfer
+ * started. */
+static int bf_engine(const struct rdmaxfer_file_attr *fa, int fd,
+		     uint64_t total, struct rdmaxfer_peer *cp,
+		     const struct rdmaxfer_desc *rdesc, double *t)
+{
+	struct rdmaxfer_file_desc d = { fd, 0, total };
+	struct rdmaxfer_file_desc one = { fd, 0, 1 };
+	struct rdmaxfer_file *f;
+	int ret;
+
+	ret = rdmaxfer_file_create(fa, &f);
+	if (ret)
+		return ret;
+	/* the pool registration is not timed */
+	ret = rdmaxfer_file_to_peer(f, cp, &one, rdesc, BF_WAIT_MS);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	*t = bf_now();
+	if (!ret)
+		ret = rdmaxfer_file_to_peer(f, cp, &d, rdesc, BF_WAIT_MS);
+	if (ret)
+		fprintf(stderr, "file: %s\n", rdmaxfer_file_msg(f));
+	rdmaxfer_file_destroy(f);
+	return ret;
+}
+
 int bench_file(const struct bench_file_cfg *cfg)
 {
 	static const size_t chunks[] = { 64 << 10, 1 << 20, 8 << 20 };
@@ -178,9 +205,6 @@ int bench_file(const struct bench_file_cfg *cfg)
 			.chunk_size = (uint32_t)chunks[c],
 			.queue_depth = BF_QDEPTH,
 		};
-		struct rdmaxfer_file_desc d = { fd, 0, cfg->total };
-		struct rdmaxfer_file_desc one = { fd, 0, 1 };
-		struct rdmaxfer_file *f;
 
 		for (m = 0; m < 4; m++) {
 			posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
@@ -189,22 +213,8 @@ int bench_file(const struct bench_file_cfg *cfg)
 				ret = bf_loop(m, fd, lbuf, cfg->total,
 					      chunks[c], cp, &rdesc);
 			} else {
-				ret = rdmaxfer_file_create(&fa, &f);
-				if (ret)
-					break;
-				/* the pool registration is not timed */
-				ret = rdmaxfer_file_to_peer(f, cp, &one, &rdesc,
-							    BF_WAIT_MS);
-				posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-				t = bf_now();
-				if (!ret)
-					ret = rdmaxfer_file_to_peer(f, cp, &d,
-								    &rdesc,
-								    BF_WAIT_MS);
-				if (ret)
-					fprintf(stderr, "file: %s\n",
-						rdmaxfer_file_msg(f));
-				rdmaxfer_file_destroy(f);
+				ret = bf_engine(&fa, fd, cfg->total, cp,
+						&rdesc, &t);
 			}
 			if (ret)
 				break;

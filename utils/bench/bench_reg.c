@@ -204,10 +204,61 @@ static int br_first(struct rdmaxfer_agent *def, struct rdmaxfer_agent *keep,
 	return 0;
 }
 
-int bench_reg_access(const struct bench_reg_cfg *cfg)
+/* One size: the first (missing) registration of each kind, then the
+ * batches of every mode interleaved; med: each mode's median batch. */
+static int br_size(const struct bench_reg_cfg *cfg,
+		   struct rdmaxfer_agent *def, struct rdmaxfer_agent *keep,
+		   struct regcache *cache, struct ibv_pd *pd, uint8_t *buf,
+		   uint64_t maxs, uint64_t sz, double **v, double *med)
 {
 	static const char *const names[M_COUNT] = { "local", "remote",
 						    "cached", "regcache", "raw" };
+	int ret = 0, m, b;
+
+	/* warm: the first (missing) registration of each kind */
+	for (m = 0; m < M_COUNT && !ret; m++)
+		ret = br_mode_batch(m, def, keep, cache, pd, buf,
+				    maxs, sz, 1, &med[m]);
+	for (b = 0; b < cfg->batches && !ret; b++)
+		for (m = 0; m < M_COUNT && !ret; m++)
+			ret = br_mode_batch(m, def, keep, cache, pd,
+					    buf, maxs, sz, cfg->batch,
+					    &v[m][b]);
+	if (ret) {
+		fprintf(stderr, "reg_access: %s register of %" PRIu64
+			" B: %s (%d)\n", names[m > 0 ? m - 1 : 0], sz,
+			rdmaxfer_strerror(ret), ret);
+		return ret;
+	}
+	for (m = 0; m < M_COUNT; m++) {
+		qsort(v[m], (size_t)cfg->batches, sizeof(double),
+		      br_cmp);
+		med[m] = v[m][cfg->batches / 2];
+	}
+	return 0;
+}
+
+/* One size's row. */
+static void br_row(const struct bench_reg_cfg *cfg, uint64_t sz,
+		   const double *med)
+{
+	if (cfg->csv)
+		printf("%" PRIu64 ",%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f\n",
+		       sz, cfg->batches, cfg->batch, med[M_LOCAL],
+		       med[M_REMOTE], med[M_CACHED], med[M_CACHE],
+		       med[M_RAW]);
+	else
+		printf(" %-11" PRIu64 " %-12.3f %-13.3f %-19.3f %-15.3f %-10.3f %-13.1f %-15.2f %-16.2f %.3f\n",
+		       sz, med[M_LOCAL], med[M_REMOTE], med[M_CACHED],
+		       med[M_CACHE], med[M_RAW],
+		       med[M_REMOTE] / med[M_LOCAL],
+		       med[M_LOCAL] / med[M_CACHE],
+		       med[M_CACHED] / med[M_CACHE],
+		       med[M_REMOTE] / med[M_RAW]);
+}
+
+int bench_reg_access(const struct bench_reg_cfg *cfg)
+{
 	struct rdmaxfer_agent *def = NULL, *keep = NULL;
 	struct regcache_attr attr = {
 		.reg = br_null_reg,
@@ -221,7 +272,7 @@ int bench_reg_access(const struct bench_reg_cfg *cfg)
 	uint64_t maxs = 0;
 	size_t k;
 	uint8_t *buf = MAP_FAILED;
-	int ret, m = 0, b;
+	int ret, m = 0;
 
 	if (!cfg || !cfg->nsizes || cfg->batches < 1 || cfg->batch < 1)
 		return -EINVAL;
@@ -288,39 +339,10 @@ int bench_reg_access(const struct bench_reg_cfg *cfg)
 	for (k = 0; k < cfg->nsizes && !ret; k++) {
 		uint64_t sz = cfg->sizes[k];
 
-		/* warm: the first (missing) registration of each kind */
-		for (m = 0; m < M_COUNT && !ret; m++)
-			ret = br_mode_batch(m, def, keep, cache, pd, buf,
-					    maxs, sz, 1, &med[m]);
-		for (b = 0; b < cfg->batches && !ret; b++)
-			for (m = 0; m < M_COUNT && !ret; m++)
-				ret = br_mode_batch(m, def, keep, cache, pd,
-						    buf, maxs, sz, cfg->batch,
-						    &v[m][b]);
-		if (ret) {
-			fprintf(stderr, "reg_access: %s register of %" PRIu64
-				" B: %s (%d)\n", names[m > 0 ? m - 1 : 0], sz,
-				rdmaxfer_strerror(ret), ret);
+		ret = br_size(cfg, def, keep, cache, pd, buf, maxs, sz, v, med);
+		if (ret)
 			break;
-		}
-		for (m = 0; m < M_COUNT; m++) {
-			qsort(v[m], (size_t)cfg->batches, sizeof(double),
-			      br_cmp);
-			med[m] = v[m][cfg->batches / 2];
-		}
-		if (cfg->csv)
-			printf("%" PRIu64 ",%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f\n",
-			       sz, cfg->batches, cfg->batch, med[M_LOCAL],
-			       med[M_REMOTE], med[M_CACHED], med[M_CACHE],
-			       med[M_RAW]);
-		else
-			printf(" %-11" PRIu64 " %-12.3f %-13.3f %-19.3f %-15.3f %-10.3f %-13.1f %-15.2f %-16.2f %.3f\n",
-			       sz, med[M_LOCAL], med[M_REMOTE], med[M_CACHED],
-			       med[M_CACHE], med[M_RAW],
-			       med[M_REMOTE] / med[M_LOCAL],
-			       med[M_LOCAL] / med[M_CACHE],
-			       med[M_CACHED] / med[M_CACHE],
-			       med[M_REMOTE] / med[M_RAW]);
+		br_row(cfg, sz, med);
 		fflush(stdout);
 	}
 out:
@@ -448,6 +470,80 @@ int run_reg_access(void)
 	return bench_reg_access(&cfg);
 }
 
+/* A cached range's first registration (a miss) and its hits (the
+ * median batch), in usec. */
+static int reg_cache_cost(struct rdmaxfer_agent *agent, uint8_t *buf,
+			  uint64_t sz, double *miss, double *hit)
+{
+	double hits[HIT_BATCHES];
+	struct rdmaxfer_mem *mem;
+	int64_t t0;
+	long i, b;
+	int ret;
+
+	/* the first registration through the cache: a miss */
+	t0 = now_ns();
+	ret = rdmaxfer_mem_register_access(agent, buf, sz,
+					   RDMAXFER_MEM_HOST, 0, &mem);
+	*miss = (double)(now_ns() - t0) / 1e3;
+	if (ret) {
+		err_msg("rdmaxfer_mem_register", ret);
+		return ret;
+	}
+	rdmaxfer_mem_deregister(mem);
+	/*
+	 * Hits are a few microseconds, close to a timer read in the
+	 * 6.1 guest: time them in batches of HIT_BATCH and take the
+	 * median batch, so one preemption does not make the number.
+	 */
+	for (b = 0; b < HIT_BATCHES && !ret; b++) {
+		t0 = now_ns();
+		for (i = 0; i < HIT_BATCH && !ret; i++) {
+			ret = rdmaxfer_mem_register_access(
+				agent, buf, sz, RDMAXFER_MEM_HOST, 0,
+				&mem);
+			if (!ret)
+				rdmaxfer_mem_deregister(mem);
+		}
+		hits[b] = (double)(now_ns() - t0) / 1e3 / HIT_BATCH;
+	}
+	qsort(hits, HIT_BATCHES, sizeof(hits[0]), cmp_double);
+	*hit = hits[HIT_BATCHES / 2];
+	if (ret)
+		err_msg("rdmaxfer_mem_register", ret);
+	return ret;
+}
+
+/* One size's row (odp < 0: not measured). */
+static void reg_row(uint64_t sz, long iters, double raw, double hit,
+		    double miss, double odp)
+{
+	print_header();
+	if (o.json) {
+		json_sep();
+		printf("    {\"bytes\": %" PRIu64 ", \"iterations\": %ld, \"raw_reg_usec\": %.3f, \"cache_hit_usec\": %.3f, \"cache_miss_usec\": %.3f, \"speedup\": %.1f, \"odp_reg_usec\": ",
+		       sz, iters, raw, hit, miss, raw / hit);
+		if (odp >= 0)
+			printf("%.3f}", odp);
+		else
+			printf("null}");
+	} else if (o.csv) {
+		printf("%" PRIu64 ",%ld,%.3f,%.3f,%.3f,%.1f,", sz, iters,
+		       raw, hit, miss, raw / hit);
+		if (odp >= 0)
+			printf("%.3f\n", odp);
+		else
+			printf("\n");
+	} else {
+		printf(" %-10" PRIu64 " %-10ld     %-20.2f %-16.3f %-17.2f %-9.0f ",
+		       sz, iters, raw, hit, miss, raw / hit);
+		if (odp >= 0)
+			printf("%.2f\n", odp);
+		else
+			printf("n/a\n");
+	}
+}
+
 int run_reg(void)
 {
 	struct rdmaxfer_agent *agent = NULL;
@@ -487,10 +583,7 @@ int run_reg(void)
 		       HIT_BATCH);
 	for (k = 0; k < n && !ret; k++) {
 		uint64_t sz = sizes[k];
-		double raw, odp = -1, miss, hit, hits[HIT_BATCHES];
-		struct rdmaxfer_mem *mem;
-		int64_t t0;
-		long i, b;
+		double raw, odp = -1, miss, hit;
 		int err;
 
 		raw = raw_reg_cost(&r, buf, sz, iters, 0, &err);
@@ -510,62 +603,10 @@ int run_reg(void)
 				odp = -1;
 			}
 		}
-		/* the first registration through the cache: a miss */
-		t0 = now_ns();
-		ret = rdmaxfer_mem_register_access(agent, buf, sz,
-						   RDMAXFER_MEM_HOST, 0, &mem);
-		miss = (double)(now_ns() - t0) / 1e3;
-		if (ret) {
-			err_msg("rdmaxfer_mem_register", ret);
+		ret = reg_cache_cost(agent, buf, sz, &miss, &hit);
+		if (ret)
 			break;
-		}
-		rdmaxfer_mem_deregister(mem);
-		/*
-		 * Hits are a few microseconds, close to a timer read in the
-		 * 6.1 guest: time them in batches of HIT_BATCH and take the
-		 * median batch, so one preemption does not make the number.
-		 */
-		for (b = 0; b < HIT_BATCHES && !ret; b++) {
-			t0 = now_ns();
-			for (i = 0; i < HIT_BATCH && !ret; i++) {
-				ret = rdmaxfer_mem_register_access(
-					agent, buf, sz, RDMAXFER_MEM_HOST, 0,
-					&mem);
-				if (!ret)
-					rdmaxfer_mem_deregister(mem);
-			}
-			hits[b] = (double)(now_ns() - t0) / 1e3 / HIT_BATCH;
-		}
-		qsort(hits, HIT_BATCHES, sizeof(hits[0]), cmp_double);
-		hit = hits[HIT_BATCHES / 2];
-		if (ret) {
-			err_msg("rdmaxfer_mem_register", ret);
-			break;
-		}
-		print_header();
-		if (o.json) {
-			json_sep();
-			printf("    {\"bytes\": %" PRIu64 ", \"iterations\": %ld, \"raw_reg_usec\": %.3f, \"cache_hit_usec\": %.3f, \"cache_miss_usec\": %.3f, \"speedup\": %.1f, \"odp_reg_usec\": ",
-			       sz, iters, raw, hit, miss, raw / hit);
-			if (odp >= 0)
-				printf("%.3f}", odp);
-			else
-				printf("null}");
-		} else if (o.csv) {
-			printf("%" PRIu64 ",%ld,%.3f,%.3f,%.3f,%.1f,", sz, iters,
-			       raw, hit, miss, raw / hit);
-			if (odp >= 0)
-				printf("%.3f\n", odp);
-			else
-				printf("\n");
-		} else {
-			printf(" %-10" PRIu64 " %-10ld     %-20.2f %-16.3f %-17.2f %-9.0f ",
-			       sz, iters, raw, hit, miss, raw / hit);
-			if (odp >= 0)
-				printf("%.2f\n", odp);
-			else
-				printf("n/a\n");
-		}
+		reg_row(sz, iters, raw, hit, miss, odp);
 		fflush(stdout);
 	}
 	if (o.json) {

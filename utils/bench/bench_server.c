@@ -14,16 +14,99 @@
 
 #include "bench.h"
 
+/* write_lat: the passive half of the ping-pong, echo each message. */
+static int server_echo(struct rdmaxfer_peer *peer,
+		       const struct ctl_params *par, uint8_t *buf)
+{
+	struct rdmaxfer_req *req = NULL;
+	struct rdmaxfer_iov iov;
+	uint32_t c = 0, k;
+	long it;
+	int ret = 0;
+
+	for (k = 0; k < par->nsizes && !ret; k++) {
+		uint64_t sz = par->sizes[k];
+		volatile uint8_t *mark = buf + sz - 1;
+		struct rdmaxfer_desc rd;
+
+		iov.addr = buf;
+		iov.len = sz;
+		ret = rdmaxfer_desc_sub(&par->client, 0, sz, &rd);
+		if (!ret)
+			ret = rdmaxfer_xfer_prepare(peer, RDMAXFER_OP_WRITE,
+						    &iov, 1, &rd, 1,
+						    NULL, &req);
+		if (ret)
+			break;
+		for (it = 0; it < par->iters; it++) {
+			uint8_t m = (uint8_t)(c++ % 255 + 1);
+			int64_t t = now_ns();
+			long spins = 0;
+
+			while (*mark != m) {
+				if (!(++spins & 0xffff) &&
+				    (rdmaxfer_peer_state(peer) !=
+				     RDMAXFER_PEER_CONNECTED ||
+				     now_ns() - t > (int64_t)CTL_TIMEOUT_MS * 1000000)) {
+					ret = -ECONNRESET;
+					break;
+				}
+			}
+			if (ret)
+				break;
+			ret = rdmaxfer_req_post(req);
+			if (!ret)
+				ret = spin(req);
+			if (ret)
+				break;
+		}
+		rdmaxfer_req_free(req);
+		req = NULL;
+	}
+	if (ret)
+		err_msg("write_lat echo", ret);
+	return ret;
+}
+
+/* The end of the test: the check the client asks for, its result. */
+static int server_finish(struct rdmaxfer_agent *agent,
+			 struct rdmaxfer_peer *peer,
+			 const struct ctl_params *par, uint8_t *buf,
+			 uint64_t buf_len)
+{
+	struct ctl_result res = { .magic = BENCH_MAGIC };
+	struct ctl_done done;
+	int ret;
+
+	ret = recv_ctl(agent, peer, CTL_DONE, &done, sizeof(done), -1);
+	if (ret) {
+		err_msg("waiting for the end of the test", ret);
+		return ret;
+	}
+	if (done.check) {
+		if (done.check_len > buf_len)
+			res.status = -EINVAL;
+		else if (is_atomic((enum test)par->test))
+			res.mismatches = *(volatile uint64_t *)buf !=
+					 done.expect_word;
+		else
+			res.mismatches = check_pattern(buf, done.check_len);
+	}
+	ret = send_ctl(agent, peer, CTL_RESULT, &res, sizeof(res));
+	if (ret)
+		err_msg("sending the result", ret);
+	/* let the client read the result before the QPs go away */
+	recv_ctl(agent, peer, CTL_DONE, &done, sizeof(done), 2000);
+	return ret;
+}
+
 int run_server(void)
 {
 	struct rdmaxfer_agent *agent = NULL;
 	struct rdmaxfer_peer *peer = NULL;
 	struct rdmaxfer_mem *mem = NULL;
-	struct rdmaxfer_req *req = NULL;
 	struct ctl_params par;
 	struct ctl_ready rdy = { .magic = BENCH_MAGIC };
-	struct ctl_done done;
-	struct ctl_result res = { .magic = BENCH_MAGIC };
 	uint8_t *buf = NULL;
 	uint64_t buf_len = 0;
 	int ret;
@@ -88,75 +171,11 @@ int run_server(void)
 	}
 
 	if (par.test == T_WRITE_LAT) {
-		/* the passive half of the ping-pong: echo each message */
-		struct rdmaxfer_iov iov;
-		uint32_t c = 0, k;
-		long it;
-
-		for (k = 0; k < par.nsizes && !ret; k++) {
-			uint64_t sz = par.sizes[k];
-			volatile uint8_t *mark = buf + sz - 1;
-			struct rdmaxfer_desc rd;
-
-			iov.addr = buf;
-			iov.len = sz;
-			ret = rdmaxfer_desc_sub(&par.client, 0, sz, &rd);
-			if (!ret)
-				ret = rdmaxfer_xfer_prepare(peer, RDMAXFER_OP_WRITE,
-							    &iov, 1, &rd, 1,
-							    NULL, &req);
-			if (ret)
-				break;
-			for (it = 0; it < par.iters; it++) {
-				uint8_t m = (uint8_t)(c++ % 255 + 1);
-				int64_t t = now_ns();
-				long spins = 0;
-
-				while (*mark != m) {
-					if (!(++spins & 0xffff) &&
-					    (rdmaxfer_peer_state(peer) !=
-					     RDMAXFER_PEER_CONNECTED ||
-					     now_ns() - t > (int64_t)CTL_TIMEOUT_MS * 1000000)) {
-						ret = -ECONNRESET;
-						break;
-					}
-				}
-				if (ret)
-					break;
-				ret = rdmaxfer_req_post(req);
-				if (!ret)
-					ret = spin(req);
-				if (ret)
-					break;
-			}
-			rdmaxfer_req_free(req);
-			req = NULL;
-		}
-		if (ret) {
-			err_msg("write_lat echo", ret);
+		ret = server_echo(peer, &par, buf);
+		if (ret)
 			goto out_mem;
-		}
 	}
-
-	ret = recv_ctl(agent, peer, CTL_DONE, &done, sizeof(done), -1);
-	if (ret) {
-		err_msg("waiting for the end of the test", ret);
-		goto out_mem;
-	}
-	if (done.check) {
-		if (done.check_len > buf_len)
-			res.status = -EINVAL;
-		else if (is_atomic((enum test)par.test))
-			res.mismatches = *(volatile uint64_t *)buf !=
-					 done.expect_word;
-		else
-			res.mismatches = check_pattern(buf, done.check_len);
-	}
-	ret = send_ctl(agent, peer, CTL_RESULT, &res, sizeof(res));
-	if (ret)
-		err_msg("sending the result", ret);
-	/* let the client read the result before the QPs go away */
-	recv_ctl(agent, peer, CTL_DONE, &done, sizeof(done), 2000);
+	ret = server_finish(agent, peer, &par, buf, buf_len);
 out_mem:
 	if (mem)
 		rdmaxfer_mem_deregister(mem);

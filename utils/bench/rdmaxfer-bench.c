@@ -199,276 +199,35 @@ static int run_compare(const char *self)
 	return bench_compare(prog, &c);
 }
 
-enum { OPT_TOTAL = 256, OPT_CHUNKS, OPT_CACHE, OPT_JSON, OPT_CSV,
-	OPT_VALIDATE, OPT_TIMEOUT, OPT_SIGNAL, OPT_WARMUP, OPT_BATCH,
-	OPT_COMPARE, OPT_REPS, OPT_PLOT, OPT_TARGET, OPT_REMOTE,
-	OPT_FLOOR, OPT_THREAD_MODE };
-
-static const struct option longopts[] = {
-	{ "size", required_argument, NULL, 's' },
-	{ "all", no_argument, NULL, 'a' },
-	{ "iters", required_argument, NULL, 'n' },
-	{ "window", required_argument, NULL, 'w' },
-	{ "post-list", required_argument, NULL, 'l' },
-	{ "qps", required_argument, NULL, 'q' },
-	{ "device", required_argument, NULL, 'd' },
-	{ "ib-port", required_argument, NULL, 'i' },
-	{ "gid-index", required_argument, NULL, 'x' },
-	{ "port", required_argument, NULL, 'p' },
-	{ "cpu", required_argument, NULL, 'c' },
-	{ "inline", required_argument, NULL, 'I' },
-	{ "duration", required_argument, NULL, 'D' },
-	{ "total", required_argument, NULL, OPT_TOTAL },
-	{ "chunks", required_argument, NULL, OPT_CHUNKS },
-	{ "cache", required_argument, NULL, OPT_CACHE },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "csv", no_argument, NULL, OPT_CSV },
-	{ "validate", no_argument, NULL, OPT_VALIDATE },
-	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-	{ "signal", required_argument, NULL, OPT_SIGNAL },
-	{ "warmup", no_argument, NULL, OPT_WARMUP },
-	{ "batch", required_argument, NULL, OPT_BATCH },
-	{ "compare", no_argument, NULL, OPT_COMPARE },
-	{ "reps", required_argument, NULL, OPT_REPS },
-	{ "plot", required_argument, NULL, OPT_PLOT },
-	{ "target", no_argument, NULL, OPT_TARGET },
-	{ "remote", no_argument, NULL, OPT_REMOTE },
-	{ "floor", no_argument, NULL, OPT_FLOOR },
-	{ "thread-mode", required_argument, NULL, OPT_THREAD_MODE },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
-
-static int bad_opt(const char *opt, const char *val)
+/* -c: pin this process to one CPU; 0, or 1 (the exit status) */
+static int pin_cpu(int cpu)
 {
-	fprintf(stderr, "%s: invalid %s '%s': %s (%d)\n", prog, opt,
-		val ? val : "", strerror(EINVAL), -EINVAL);
-	return 2;
+	cpu_set_t set;
+	int ret;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set)) {
+		ret = -errno;
+		err_msg("sched_setaffinity", ret);
+		return 1;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	bool size_set = false, reps_set = false;
-	long v;
-	int ch, ret, t;
+	int ret;
 
-	while ((ch = getopt_long(argc, argv, "s:an:w:l:q:d:i:x:p:c:I:D:h",
-				 longopts, NULL)) != -1) {
-		switch (ch) {
-		case 's':
-			if (parse_size(optarg, &o.size) || !o.size)
-				return bad_opt("size", optarg);
-			if (o.size > MAX_SIZE) {
-				fprintf(stderr, "%s: size %s is larger than the largest request this benchmark makes (1 GiB): %s (%d)\n",
-					prog, optarg, strerror(EMSGSIZE),
-					-EMSGSIZE);
-				return 2;
-			}
-			size_set = true;
-			break;
-		case 'a':
-			o.all = true;
-			break;
-		case 'n':
-			if (parse_long(optarg, 1, 100000000, &o.iters))
-				return bad_opt("iteration count", optarg);
-			break;
-		case 'w':
-			if (parse_long(optarg, 1, MAX_WINDOW, &v))
-				return bad_opt("window", optarg);
-			o.window = (unsigned int)v;
-			break;
-		case 'l':
-			if (parse_long(optarg, 1, 1024, &v))
-				return bad_opt("post list", optarg);
-			o.post_list = (unsigned int)v;
-			break;
-		case 'q':
-			if (parse_long(optarg, 1, 16, &v))
-				return bad_opt("QP count", optarg);
-			o.qps = (unsigned int)v;
-			break;
-		case 'd':
-			o.device = optarg;
-			break;
-		case 'i':
-			if (parse_long(optarg, 1, 255, &v))
-				return bad_opt("IB port", optarg);
-			o.ib_port = (int)v;
-			break;
-		case 'x':
-			if (parse_long(optarg, 0, 255, &v))
-				return bad_opt("GID index", optarg);
-			o.gid_index = (int)v;
-			break;
-		case 'p':
-			if (parse_long(optarg, 1, 65535, &v))
-				return bad_opt("port", optarg);
-			o.port = (uint16_t)v;
-			break;
-		case 'c':
-			if (parse_long(optarg, 0, CPU_SETSIZE - 1, &v))
-				return bad_opt("CPU", optarg);
-			o.cpu = (int)v;
-			break;
-		case 'I':
-			if (parse_long(optarg, 0, 4096, &v))
-				return bad_opt("inline size", optarg);
-			o.inline_size = (unsigned int)v;
-			break;
-		case 'D':
-			o.duration = strtod(optarg, NULL);
-			if (o.duration <= 0)
-				return bad_opt("duration", optarg);
-			break;
-		case OPT_TOTAL:
-			if (parse_size(optarg, &o.total) || !o.total ||
-			    o.total > 4 * MAX_SIZE)
-				return bad_opt("total", optarg);
-			break;
-		case OPT_CHUNKS:
-			if (parse_long(optarg, 1, 65536, &v))
-				return bad_opt("chunk count", optarg);
-			o.chunks = (unsigned int)v;
-			break;
-		case OPT_CACHE:
-			if (!strcmp(optarg, "on"))
-				o.cache = CACHE_ON;
-			else if (!strcmp(optarg, "off"))
-				o.cache = CACHE_OFF;
-			else if (!strcmp(optarg, "both"))
-				o.cache = CACHE_BOTH;
-			else
-				return bad_opt("--cache (on, off or both)",
-					       optarg);
-			break;
-		case OPT_JSON:
-			o.json = true;
-			break;
-		case OPT_CSV:
-			o.csv = true;
-			break;
-		case OPT_VALIDATE:
-			o.validate = true;
-			break;
-		case OPT_WARMUP:
-			o.warmup = true;
-			break;
-		case OPT_BATCH:
-			if (parse_long(optarg, 1, MAX_WINDOW, &v))
-				return bad_opt("batch", optarg);
-			o.batch = (unsigned int)v;
-			o.batch_set = true;
-			break;
-		case OPT_TIMEOUT:
-			if (parse_long(optarg, 1, 3600000, &v))
-				return bad_opt("timeout", optarg);
-			o.timeout_ms = (int)v;
-			break;
-		case OPT_SIGNAL:
-			if (parse_long(optarg, 1, 16384, &v))
-				return bad_opt("signal interval", optarg);
-			o.signal_interval = (unsigned int)v;
-			break;
-		case OPT_COMPARE:
-			o.compare = true;
-			break;
-		case OPT_REPS:
-			if (parse_long(optarg, 1, 100, &v))
-				return bad_opt("repetition count (1-100)",
-					       optarg);
-			o.reps = (int)v;
-			reps_set = true;
-			break;
-		case OPT_PLOT:
-			o.plot = optarg;
-			break;
-		case OPT_TARGET:
-			o.ring_role = BENCH_RING_TARGET;
-			break;
-		case OPT_REMOTE:
-			o.ring_role = BENCH_RING_REMOTE;
-			break;
-		case OPT_FLOOR:
-			o.ring_floor = true;
-			break;
-		case OPT_THREAD_MODE:
-			if (!strcmp(optarg, "single"))
-				o.single = true;
-			else if (!strcmp(optarg, "multi"))
-				o.single = false;
-			else
-				return bad_opt("thread mode (single or multi)",
-					       optarg);
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind >= argc || argc - optind > 2) {
-		fprintf(stderr, "%s: expected TEST [SERVER]\n", prog);
-		usage(stderr);
-		return 2;
-	}
-	for (t = 0; t < T_COUNT; t++)
-		if (!strcmp(argv[optind], test_names[t]))
-			break;
-	if (t == T_COUNT) {
-		fprintf(stderr, "%s: unknown test '%s': %s (%d)\n", prog,
-			argv[optind], strerror(EINVAL), -EINVAL);
-		return 2;
-	}
-	o.test = (enum test)t;
-	if (optind + 1 < argc)
-		o.server = argv[optind + 1];
-	if ((o.ring_role != BENCH_RING_LOCAL || o.ring_floor) &&
-	    o.test != T_RING) {
-		fprintf(stderr, "%s: --target, --remote and --floor apply to "
-			"ring only\n", prog);
-		return 2;
-	}
-	if (o.ring_floor && o.ring_role != BENCH_RING_LOCAL) {
-		fprintf(stderr, "%s: --floor: the ring-less target is in this "
-			"process, so not with --target or --remote: %s (%d)\n",
-			prog, strerror(EINVAL), -EINVAL);
-		return 2;
-	}
-	if (o.json && o.csv) {
-		fprintf(stderr, "%s: --json and --csv exclude each other\n",
-			prog);
-		return 2;
-	}
-	if (!size_set)
-		o.size = o.test == T_RING ? 0 :
-			 o.test == T_REG || o.test == T_REG_ACCESS ? 1 << 20 :
-			 o.test == T_FILE ? 16 << 20 :
-			 is_lat(o.test) ? 2 : 65536;
-	if (is_atomic(o.test) && (size_set || o.all) && o.size != 8) {
-		fprintf(stderr, "%s: atomics move 8 bytes: -s/-a do not apply\n",
-			prog);
-		o.all = false;
-	}
-	if (o.test == T_NIXL && o.total / o.chunks == 0)
-		return bad_opt("--total/--chunks (chunks larger than 0 B)",
-			       "");
-	ret = check_compare_plot(reps_set);
-	if (ret)
+	ret = parse_opts(argc, argv, &size_set, &reps_set);
+	if (ret >= 0)
 		return ret;
-	if (o.cpu >= 0) {
-		cpu_set_t set;
-
-		CPU_ZERO(&set);
-		CPU_SET(o.cpu, &set);
-		if (sched_setaffinity(0, sizeof(set), &set)) {
-			ret = -errno;
-			err_msg("sched_setaffinity", ret);
-			return 1;
-		}
-	}
+	ret = check_opts(argc, argv, size_set, reps_set);
+	if (ret >= 0)
+		return ret;
+	if (o.cpu >= 0 && pin_cpu(o.cpu))
+		return 1;
 	if (o.compare)
 		ret = run_compare(argv[0]);
 	else if (o.test == T_REG)

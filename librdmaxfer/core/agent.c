@@ -164,17 +164,14 @@ static void env_attr(struct rdmaxfer_agent_attr *a)
 		a->flags |= RDMAXFER_AGENT_CACHE_RKEYS;
 }
 
-RX_EXPORT
-int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
-			  struct rdmaxfer_agent **agentp)
+/* The agent's struct with its attributes checked and its lists empty:
+ * 0, or -errno with nothing left. */
+static int agent_new(const struct rdmaxfer_agent_attr *attr,
+		     struct rdmaxfer_agent **agentp)
 {
 	struct rdmaxfer_agent *agent;
-	struct ibv_srq_init_attr srq_attr = { 0 };
-	struct regcache_attr cattr = { 0 };
 	int ret;
 
-	if (!agentp)
-		return -EINVAL;
 	agent = calloc(1, sizeof(*agent));
 	if (!agent)
 		return -ENOMEM;
@@ -184,8 +181,10 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 		rdmaxfer_agent_attr_init(&agent->attr);
 	env_attr(&agent->attr);
 	ret = check_attr(&agent->attr);
-	if (ret)
-		goto free_agent;
+	if (ret) {
+		free(agent);
+		return ret;
+	}
 	pthread_mutex_init(&agent->lock, NULL);
 	pthread_cond_init(&agent->cond, NULL);
 	rx_list_init(&agent->peers);
@@ -200,15 +199,16 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 	agent->gen_stale_min = UINT64_MAX;
 	rx_list_init(&agent->rings);
 	agent->wake_fd = -1;
+	*agentp = agent;
+	return 0;
+}
 
-	ret = rx_open_device(agent, agent->attr.device);
-	if (ret)
-		goto free_agent;
+/* Once the device is open: its GID, the agent's id and name. */
+static int agent_identity(struct rdmaxfer_agent *agent)
+{
 	if (agent->attr.gid_index >= 0) {
-		if (agent->attr.gid_index >= agent->port_attr.gid_tbl_len) {
-			ret = -EINVAL;
-			goto free_agent;
-		}
+		if (agent->attr.gid_index >= agent->port_attr.gid_tbl_len)
+			return -EINVAL;
 		agent->info.gid_index = agent->attr.gid_index;
 	} else {
 		agent->info.gid_index = rx_pick_gid(agent);
@@ -222,6 +222,12 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 	snprintf(agent->info.name, sizeof(agent->info.name), "%s",
 		 agent->attr.name);
 	agent->info.max_msg_size = agent->port_attr.max_msg_sz;
+	return 0;
+}
+
+/* The queue depths and the RDMA READ/atomic depth, within the device's. */
+static void agent_limits(struct rdmaxfer_agent *agent)
+{
 	if (agent->attr.sq_depth > (uint32_t)agent->dev_attr.max_qp_wr)
 		agent->attr.sq_depth = agent->dev_attr.max_qp_wr;
 	if (agent->attr.srq_depth > (uint32_t)agent->dev_attr.max_srq_wr)
@@ -237,23 +243,53 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 	/* rdma_cm carries the depths in 8 bits */
 	if (agent->rd_atom > UINT8_MAX)
 		agent->rd_atom = UINT8_MAX;
+}
+
+/* Undo agent_queues(), whatever part of it was done. */
+static void agent_queues_free(struct rdmaxfer_agent *agent)
+{
+	if (agent->recv_mr)
+		ibv_dereg_mr(agent->recv_mr);
+	free(agent->recv_buf);
+	free(agent->held);
+	if (agent->cm_ch)
+		rdma_destroy_event_channel(agent->cm_ch);
+	if (agent->srq)
+		ibv_destroy_srq(agent->srq);
+	if (agent->cq)
+		ibv_destroy_cq(agent->cq);
+	if (agent->comp_ch)
+		ibv_destroy_comp_channel(agent->comp_ch);
+	if (agent->pd)
+		ibv_dealloc_pd(agent->pd);
+}
+
+/*
+ * The PD, the completion channel and the CQ, the SRQ (its CQ entries
+ * reserved), the CM channel, and the SRQ's receive buffers posted: 0, or
+ * an error with none of them left.
+ */
+static int agent_queues(struct rdmaxfer_agent *agent)
+{
+	struct ibv_srq_init_attr srq_attr = { 0 };
+	int ret;
 
 	ret = -ENOMEM;
 	agent->pd = ibv_alloc_pd(agent->ctx);
 	if (!agent->pd)
-		goto free_agent;
+		goto fail;
 	agent->ro_pin_forced = ro_pin_forced(agent);
 	agent->comp_ch = ibv_create_comp_channel(agent->ctx);
 	if (!agent->comp_ch)
-		goto dealloc_pd;
+		goto fail;
 	ret = rx_set_nonblock(agent->comp_ch->fd);
 	if (ret)
-		goto destroy_comp_ch;
+		goto fail;
 	agent->cq = ibv_create_cq(agent->ctx, (int)agent->attr.cq_depth, agent,
 				  agent->comp_ch, 0);
 	if (!agent->cq) {
 		ret = -errno;
-		goto destroy_comp_ch;
+		goto fail;
 	}
 	agent->cq_size = (uint32_t)agent->cq->cqe;
 	agent->info.cq_entries = agent->cq_size;
@@ -262,41 +298,33 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 	agent->srq = ibv_create_srq(agent->pd, &srq_attr);
 	if (!agent->srq) {
 		ret = -errno;
-		goto destroy_cq;
+		goto fail;
 	}
 	/* what the SRQ got may be more than asked: reserve that */
 	ret = rx_cq_reserve(agent, srq_attr.attr.max_wr > agent->attr.srq_depth ?
 				   srq_attr.attr.max_wr : agent->attr.srq_depth);
 	if (ret)
-		goto destroy_srq;
+		goto fail;
 	agent->cm_ch = rdma_create_event_channel();
 	if (!agent->cm_ch) {
 		ret = -errno;
-		goto destroy_srq;
+		goto fail;
 	}
 	ret = rx_set_nonblock(agent->cm_ch->fd);
-	if (ret)
-		goto destroy_cm_ch;
-	ret = rx_recv_bufs_alloc(agent);
-	if (ret)
-		goto free_buffers;
-	ret = rx_recv_bufs_post(agent);
-	if (ret)
-		goto free_buffers;
+	if (!ret)
+		ret = rx_recv_bufs_alloc(agent);
+	if (!ret)
+		ret = rx_recv_bufs_post(agent);
+	if (!ret)
+		return 0;
+fail:
+	agent_queues_free(agent);
+	return ret;
+}
 
-	cattr.reg = cache_reg;
-	cattr.dereg = cache_dereg;
-	cattr.user = agent;
-	cattr.monitor = agent->attr.cache_monitor;
-	cattr.max_entries = agent->attr.cache_max_entries;
-	cattr.max_bytes = agent->attr.cache_max_bytes;
-	ret = regcache_create(&cattr, &agent->cache);
-	if (ret)
-		goto free_buffers;
-	ret = rx_odp_init(agent);
-	if (ret)
-		goto destroy_cache;
-
+/* What rdmaxfer_agent_query() reports of the attributes. */
+static void agent_info_fill(struct rdmaxfer_agent *agent)
+{
 	agent->info.qps_per_peer = agent->attr.qps_per_peer;
 	agent->info.sq_depth = agent->attr.sq_depth;
 	agent->info.srq_depth = agent->attr.srq_depth;
@@ -310,6 +338,44 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 	/* attr strings belong to the caller */
 	agent->attr.device = agent->info.device;
 	agent->attr.name = agent->info.name;
+}
+
+RX_EXPORT
+int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
+			  struct rdmaxfer_agent **agentp)
+{
+	struct rdmaxfer_agent *agent;
+	struct regcache_attr cattr = { 0 };
+	int ret;
+
+	if (!agentp)
+		return -EINVAL;
+	ret = agent_new(attr, &agent);
+	if (ret)
+		return ret;
+	ret = rx_open_device(agent, agent->attr.device);
+	if (!ret)
+		ret = agent_identity(agent);
+	if (ret)
+		goto free_agent;
+	agent_limits(agent);
+	ret = agent_queues(agent);
+	if (ret)
+		goto free_agent;
+
+	cattr.reg = cache_reg;
+	cattr.dereg = cache_dereg;
+	cattr.user = agent;
+	cattr.monitor = agent->attr.cache_monitor;
+	cattr.max_entries = agent->attr.cache_max_entries;
+	cattr.max_bytes = agent->attr.cache_max_bytes;
+	ret = regcache_create(&cattr, &agent->cache);
+	if (ret)
+		goto free_queues;
+	ret = rx_odp_init(agent);
+	if (ret)
+		goto destroy_cache;
+	agent_info_fill(agent);
 
 	agent->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (agent->wake_fd < 0) {
@@ -336,21 +402,8 @@ close_wake:
 destroy_cache:
 	rx_odp_fini(agent);
 	regcache_destroy(agent->cache);
-free_buffers:
-	if (agent->recv_mr)
-		ibv_dereg_mr(agent->recv_mr);
-	free(agent->recv_buf);
-	free(agent->held);
-destroy_cm_ch:
-	rdma_destroy_event_channel(agent->cm_ch);
-destroy_srq:
-	ibv_destroy_srq(agent->srq);
-destroy_cq:
-	ibv_destroy_cq(agent->cq);
-destroy_comp_ch:
-	ibv_destroy_comp_channel(agent->comp_ch);
-dealloc_pd:
-	ibv_dealloc_pd(agent->pd);
+free_queues:
+	agent_queues_free(agent);
 free_agent:
 	free(agent);
 	return ret > 0 ? -ret : ret;

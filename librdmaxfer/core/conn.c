@@ -389,6 +389,128 @@ static int wait_event(struct rdmaxfer_agent *agent,
 	return ret;
 }
 
+/* A cm id on ch with its address and route to dst resolved, on the
+ * agent's device: 0 and *idp, or -errno with no id left. */
+static int connect_route(struct rdmaxfer_agent *agent,
+			 struct rdma_event_channel *ch,
+			 struct sockaddr_storage *dst, int timeout_ms,
+			 int64_t deadline, struct rdma_cm_id **idp)
+{
+	struct rdma_cm_id *id;
+	int ret;
+
+	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
+		return -errno;
+	if (rdma_resolve_addr(id, NULL, (struct sockaddr *)dst,
+			      timeout_ms)) {
+		ret = -errno;
+		goto destroy_id;
+	}
+	ret = wait_event(agent, ch, RDMA_CM_EVENT_ADDR_RESOLVED,
+			 deadline, NULL);
+	if (ret)
+		goto destroy_id;
+	if (id->verbs != agent->ctx) {
+		ret = -ENETUNREACH;	/* routed through another device */
+		goto destroy_id;
+	}
+	if (rdma_resolve_route(id, timeout_ms)) {
+		ret = -errno;
+		goto destroy_id;
+	}
+	ret = wait_event(agent, ch, RDMA_CM_EVENT_ROUTE_RESOLVED,
+			 deadline, NULL);
+	if (ret)
+		goto destroy_id;
+	*idp = id;
+	return 0;
+
+destroy_id:
+	rdma_destroy_id(id);
+	return ret;
+}
+
+/*
+ * QP i of the peer on the resolved id: its hello, the connect, the
+ * welcome of the agent every QP must reach (*id_seen; see connect_qps()),
+ * and the id moved to the agent's channel.  0, or -errno with the QP and
+ * the id gone.
+ */
+static int connect_one(struct rdmaxfer_peer *peer, unsigned int i,
+		       struct rdma_cm_id *id, struct rdma_event_channel *ch,
+		       int64_t deadline, uint64_t expect_id,
+		       uint64_t *id_seen)
+{
+	struct rdmaxfer_agent *agent = peer->agent;
+	struct rdma_conn_param cp = { 0 };
+	struct rx_hello h = { 0 };
+	uint8_t hb[RX_HELLO_LEN];
+	struct rx_welcome w;
+	int ret;
+
+	pthread_mutex_lock(&agent->lock);
+	ret = rx_qp_install(peer, i, id);
+	pthread_mutex_unlock(&agent->lock);
+	if (ret)
+		goto destroy_id;
+
+	h.qp_index = (uint16_t)i;
+	h.nqps = (uint16_t)peer->nqps;
+	h.agent_id = agent->info.agent_id;
+	h.token = peer->token;
+	ret = rx_hello_encode(&h, hb, sizeof(hb));
+	if (ret)
+		goto destroy_qp;
+	cp.private_data = hb;
+	cp.private_data_len = sizeof(hb);
+	cp.responder_resources = agent->rd_atom;
+	cp.initiator_depth = agent->rd_atom;
+	/* the REQ's retry count is both sides' (IB CM): 6, not 7,
+	 * which rxe takes as "retry forever" (rxe_comp.c), so a
+	 * request to a responder that went silent, a peer that
+	 * vanished without a DREQ or a NAK that was lost, would never
+	 * complete.  With 6 it fails with IBV_WC_RETRY_EXC_ERR
+	 * (-ETIMEDOUT) after 7 local ACK timeouts, on every device.
+	 * RNR retries stay infinite: a receiver that is alive but
+	 * slow is waited for (rdmaxfer_notif(3)). */
+	cp.retry_count = RX_RETRY_COUNT;
+	cp.rnr_retry_count = 7;
+	if (rdma_connect(id, &cp)) {
+		ret = -errno;
+		goto destroy_qp;
+	}
+	ret = wait_event(agent, ch, RDMA_CM_EVENT_ESTABLISHED,
+			 deadline, &w);
+	if (ret)
+		goto destroy_qp;
+	/* someone else listens there now (a restarted target): the
+	 * old rkeys must not be fired at it */
+	if ((expect_id || i) && w.agent_id != *id_seen) {
+		ret = -ESTALE;
+		goto destroy_qp;
+	}
+	*id_seen = w.agent_id;
+	pthread_mutex_lock(&agent->lock);
+	peer->remote_id = w.agent_id;
+	ret = rdma_migrate_id(id, agent->cm_ch) ? -errno : 0;
+	peer->qps[i].cm_est = true;
+	if (!ret)
+		rx_qp_established(&peer->qps[i]);
+	pthread_mutex_unlock(&agent->lock);
+	if (ret)
+		goto destroy_qp;
+	return 0;
+
+destroy_qp:
+	pthread_mutex_lock(&agent->lock);
+	rx_qp_uninstall(&peer->qps[i]);
+	peer->qps[i].id = NULL;
+	pthread_mutex_unlock(&agent->lock);
+destroy_id:
+	rdma_destroy_id(id);
+	return ret;
+}
+
 /*
  * Establish every QP of an initiator peer.  Called without the lock.
  * Every QP must reach one agent: expect_id's (a reconnect: the agent the
@@ -403,7 +525,7 @@ static int connect_qps(struct rdmaxfer_peer *peer, int timeout_ms,
 	struct rdma_event_channel *ch;
 	struct sockaddr_storage dst;
 	uint64_t id_seen = expect_id;
-	struct rdma_cm_id *id;
+	struct rdma_cm_id *id = NULL;
 	unsigned int i;
 	int ret;
 
@@ -418,98 +540,16 @@ static int connect_qps(struct rdmaxfer_peer *peer, int timeout_ms,
 		return -errno;
 
 	for (i = 0; i < peer->nqps; i++) {
-		struct rdma_conn_param cp = { 0 };
-		struct rx_hello h = { 0 };
-		uint8_t hb[RX_HELLO_LEN];
-		struct rx_welcome w;
-
-		if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP)) {
-			ret = -errno;
-			goto fail;
-		}
-		if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst,
-				      timeout_ms)) {
-			ret = -errno;
-			goto destroy_id;
-		}
-		ret = wait_event(agent, ch, RDMA_CM_EVENT_ADDR_RESOLVED,
-				 deadline, NULL);
-		if (ret)
-			goto destroy_id;
-		if (id->verbs != agent->ctx) {
-			ret = -ENETUNREACH;	/* routed through another device */
-			goto destroy_id;
-		}
-		if (rdma_resolve_route(id, timeout_ms)) {
-			ret = -errno;
-			goto destroy_id;
-		}
-		ret = wait_event(agent, ch, RDMA_CM_EVENT_ROUTE_RESOLVED,
-				 deadline, NULL);
-		if (ret)
-			goto destroy_id;
-		pthread_mutex_lock(&agent->lock);
-		ret = rx_qp_install(peer, i, id);
-		pthread_mutex_unlock(&agent->lock);
-		if (ret)
-			goto destroy_id;
-
-		h.qp_index = (uint16_t)i;
-		h.nqps = (uint16_t)peer->nqps;
-		h.agent_id = agent->info.agent_id;
-		h.token = peer->token;
-		ret = rx_hello_encode(&h, hb, sizeof(hb));
-		if (ret)
-			goto destroy_qp;
-		cp.private_data = hb;
-		cp.private_data_len = sizeof(hb);
-		cp.responder_resources = agent->rd_atom;
-		cp.initiator_depth = agent->rd_atom;
-		/* the REQ's retry count is both sides' (IB CM): 6, not 7,
-		 * which rxe takes as "retry forever" (rxe_comp.c), so a
-		 * request to a responder that went silent, a peer that
-		 * vanished without a DREQ or a NAK that was lost, would never
-		 * complete.  With 6 it fails with IBV_WC_RETRY_EXC_ERR
-		 * (-ETIMEDOUT) after 7 local ACK timeouts, on every device.
-		 * RNR retries stay infinite: a receiver that is alive but
-		 * slow is waited for (rdmaxfer_notif(3)). */
-		cp.retry_count = RX_RETRY_COUNT;
-		cp.rnr_retry_count = 7;
-		if (rdma_connect(id, &cp)) {
-			ret = -errno;
-			goto destroy_qp;
-		}
-		ret = wait_event(agent, ch, RDMA_CM_EVENT_ESTABLISHED,
-				 deadline, &w);
-		if (ret)
-			goto destroy_qp;
-		/* someone else listens there now (a restarted target): the
-		 * old rkeys must not be fired at it */
-		if ((expect_id || i) && w.agent_id != id_seen) {
-			ret = -ESTALE;
-			goto destroy_qp;
-		}
-		id_seen = w.agent_id;
-		pthread_mutex_lock(&agent->lock);
-		peer->remote_id = w.agent_id;
-		ret = rdma_migrate_id(id, agent->cm_ch) ? -errno : 0;
-		peer->qps[i].cm_est = true;
+		ret = connect_route(agent, ch, &dst, timeout_ms, deadline, &id);
 		if (!ret)
-			rx_qp_established(&peer->qps[i]);
-		pthread_mutex_unlock(&agent->lock);
+			ret = connect_one(peer, i, id, ch, deadline, expect_id,
+					  &id_seen);
 		if (ret)
-			goto destroy_qp;
+			goto fail;
 	}
 	rdma_destroy_event_channel(ch);
 	return 0;
 
-destroy_qp:
-	pthread_mutex_lock(&agent->lock);
-	rx_qp_uninstall(&peer->qps[i]);
-	peer->qps[i].id = NULL;
-	pthread_mutex_unlock(&agent->lock);
-destroy_id:
-	rdma_destroy_id(id);
 fail:
 	pthread_mutex_lock(&agent->lock);
 	/* the QPs already connected live on the agent channel now */

@@ -48,8 +48,8 @@
 #define REGCACHE_SLOT_ACTIVE		((__u64)1 << 63)
 #define REGCACHE_SLOT_GEN_MASK		(REGCACHE_SLOT_ACTIVE - 1)
 
-/* Status header flags. */
-#define REGCACHE_STATUS_OVERFLOW	(1U << 0)	/* events were dropped since the last FLUSH */
+/* Status header flags.  OVERFLOW: events were dropped since the last FLUSH. */
+#define REGCACHE_STATUS_OVERFLOW	(1U << 0)
 
 /*
  * The status area: mmap(NULL, info.status_size, PROT_READ, MAP_SHARED, fd, 0).
@@ -70,14 +70,15 @@ struct regcache_status {
 	__u64 overflows;	/* events dropped because the ring was full */
 	__u64 reserved[3];
 };
+
 #define REGCACHE_STATUS_SLOT_OFFSET(i) \
 	(sizeof(struct regcache_status) + (i) * sizeof(__u64))
 
 /*
  * REGCACHE_IOC_GET_INFO: the ABI-version query; valid before anything
- * else.  It allocates nothing: max_watches and status_size describe the
- * status area as it is, or as the first mmap or WATCH will allocate it
- * (a later CONFIGURE can still change them).
+ * else.  max_watches and status_size describe the status area as it is
+ * (a later CONFIGURE can still change them, until the area is mapped or
+ * a watch made).
  */
 struct regcache_info {
 	__u32 abi_version;	/* out: REGCACHE_ABI_VERSION */
@@ -88,8 +89,17 @@ struct regcache_info {
 	__u64 max_pinned_bytes;	/* out: this context's pin cap, 0 = none */
 	__u32 strict;		/* out: 1 if every notifier event invalidates */
 	__u32 event_size;	/* out: bytes per read() record */
-	__u64 reserved[4];
+	__u64 features;		/* out: REGCACHE_FEATURE_* (was reserved: 0 from older modules) */
+	__u64 reserved[3];
 };
+
+/*
+ * struct regcache_info.features: what a module does beyond the first
+ * release of ABI 2.  An older module leaves the field 0 (it was reserved
+ * and is not written), so a caller tests a bit before it relies on it.
+ */
+#define REGCACHE_FEATURE_UNWATCH_WORD	((__u64)1 << 0)	/* UNWATCH checks slot_word */
+#define REGCACHE_FEATURE_WATCH_SAME	((__u64)1 << 1)	/* identical WATCH: the live watch */
 
 /* struct regcache_config.strict */
 #define REGCACHE_STRICT_DEFAULT	0	/* the module parameter 'strict' now */
@@ -102,11 +112,9 @@ struct regcache_info {
  * may be repeated until then, the last call wins.  Zero takes the module
  * parameter's current value.  max_watches sizes the status area (slots);
  * the module parameter max_watches is also its cap (-EINVAL above it).
- * The area is allocated at the first mmap, WATCH or WATCH_BATCH, not at
- * open() or CONFIGURE, so a context that never configures gets the
- * module's max_watches of the time of open().  GET_INFO reports the size
- * the area has or will have.  (max_watches was reserved0, which ABI 2
- * required to be 0: old callers get the default, as before.)
+ * open() allocates the area at the module's max_watches; CONFIGURE
+ * replaces it when the page count changes.  (max_watches was reserved0,
+ * which ABI 2 required to be 0: old callers get the default, as before.)
  */
 struct regcache_config {
 	__u32 ring_entries;	/* in: event ring capacity */
@@ -120,7 +128,10 @@ struct regcache_config {
  * REGCACHE_IOC_WATCH: watch [addr, addr + len), rounded out to pages.
  * pinned_bytes is how much of the range the caller has pinned (a verbs
  * registration pins all of it, ODP none); it counts against the context's
- * pin cap until UNWATCH.
+ * pin cap until UNWATCH.  A WATCH identical in addr, len, cookie and
+ * pinned_bytes to a live watch that has not been invalidated returns that
+ * watch's slot and slot_word and makes no new one
+ * (REGCACHE_FEATURE_WATCH_SAME): one UNWATCH releases it.
  */
 struct regcache_watch {
 	__u64 addr;		/* in */
@@ -146,18 +157,24 @@ struct regcache_watch_batch {
 	__u32 reserved0;
 	__u64 reserved[2];
 };
+
 #define REGCACHE_BATCH_MAX	4096
 
 /*
  * REGCACHE_IOC_UNWATCH: release a slot.  slot and cookie must both match a
- * watch of this context (-ENOENT otherwise).  Unwatching an invalidated
+ * watch of this context, and so must slot_word, the word WATCH returned,
+ * unless it is 0 (-ENOENT otherwise): then a stale UNWATCH cannot release
+ * a newer watch that reuses the slot with the same cookie
+ * (REGCACHE_FEATURE_UNWATCH_WORD; slot_word was reserved, so an older
+ * module fails a non-zero one with -EINVAL).  Unwatching an invalidated
  * slot is normal and succeeds.
  */
 struct regcache_unwatch {
 	__u32 slot;		/* in */
 	__u32 flags;		/* in: must be 0 */
 	__u64 cookie;		/* in */
-	__u64 reserved[2];
+	__u64 slot_word;	/* in: from WATCH, or 0 to match by slot and cookie only */
+	__u64 reserved[1];
 };
 
 /*
@@ -224,6 +241,12 @@ struct regcache_event {
 	__u32 reason;		/* enum regcache_reason */
 };
 
+/*
+ * 0xE7, numbers 1-9: Linux's Documentation/userspace-api/ioctl/
+ * ioctl-number.rst lists no user of 0xE7 (in 6.1 and in mainline; 0xE5
+ * is FUSE, 0xEC the ChromeOS EC) and no 6.1 uapi header uses it.  An
+ * upstream submission would register 0xE7 00-1F there.
+ */
 #define REGCACHE_IOC_MAGIC	0xE7
 
 #define REGCACHE_IOC_GET_INFO	_IOWR(REGCACHE_IOC_MAGIC, 1, struct regcache_info)

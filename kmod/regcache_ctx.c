@@ -8,10 +8,9 @@
  * process that received the fd over SCM_RIGHTS - gets -EIO and touches
  * nothing, because the watches describe the owner's address space.
  *
- * Lifetime: the interval notifiers (or the context's one notifier) hold
- * their own mm_count, and an mm that exits first calls every callback with
- * MMU_NOTIFY_RELEASE (or ->release), so release() can remove the notifiers
- * whether or not the address space still exists.
+ * Lifetime: the interval notifiers hold their own mm_count, and an mm that
+ * exits first calls every callback with MMU_NOTIFY_RELEASE, so release()
+ * can remove the notifiers whether or not the address space still exists.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -19,7 +18,10 @@
 #include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/pid.h>
+#include <linux/pid_namespace.h>
 #include <linux/poll.h>
+#include <linux/proc_fs.h>
 #include <linux/sched/mm.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -58,8 +60,9 @@ struct regcache_status_area {
 /*
  * The status area: zeroed pages charged to the caller's memory cgroup
  * (anyone may open /dev/regcache, so its up to 8 MiB per context must
- * count against the user, as io_uring's rings do), mapped contiguously
- * into the kernel with vmap and into the process with vm_insert_pages.
+ * count against the user, as io_uring's rings do; the caller charges
+ * them to the user's byte budget too), mapped contiguously into the
+ * kernel with vmap and into the process with vm_insert_pages.
  */
 static int regcache_status_alloc(struct regcache_status_area *a, size_t size)
 {
@@ -72,6 +75,7 @@ static int regcache_status_alloc(struct regcache_status_area *a, size_t size)
 		a->pages[i] = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 		if (!a->pages[i])
 			goto free_pages;
+		cond_resched();	/* up to 2049 pages */
 	}
 	a->status = vmap(a->pages, n, VM_MAP, PAGE_KERNEL);
 	if (!a->status)
@@ -99,67 +103,69 @@ static void regcache_status_free(struct regcache_status_area *a)
 	kvfree(a->pages);
 }
 
-/* Take the context's area out (caller holds ctx->lock; not frozen, or the last user). */
-static void regcache_status_take(struct regcache_ctx *ctx, struct regcache_status_area *a)
+/* What an area holds, as the user's budget is charged (regcache_kv_bytes). */
+static u64 regcache_status_bytes(const struct regcache_status_area *a)
+{
+	return ((u64)a->npages << PAGE_SHIFT) +
+	       regcache_kv_bytes(a->pages, a->npages * sizeof(*a->pages));
+}
+
+/*
+ * Charge the context's user for bytes more of kernel memory, -EDQUOT past
+ * max_user_bytes.  The caller holds ctx->mutex or has the context to
+ * itself (open, release); fdinfo reads ctx->charged without a lock.
+ */
+int regcache_ctx_charge(struct regcache_ctx *ctx, u64 bytes)
+{
+	int ret = regcache_user_charge_bytes(ctx->user, bytes);
+
+	if (!ret)
+		WRITE_ONCE(ctx->charged, ctx->charged + bytes);
+	return ret;
+}
+
+void regcache_ctx_uncharge(struct regcache_ctx *ctx, u64 bytes)
+{
+	regcache_user_uncharge_bytes(ctx->user, bytes);
+	WRITE_ONCE(ctx->charged, ctx->charged - bytes);
+}
+
+/* The context's area as it is now. */
+static void regcache_status_get(const struct regcache_ctx *ctx, struct regcache_status_area *a)
 {
 	a->status = ctx->status;
 	a->pages = ctx->status_pages;
 	a->npages = ctx->status_npages;
-	ctx->status = NULL;
-	ctx->slots = NULL;
-	ctx->status_pages = NULL;
-	ctx->status_npages = 0;
 }
 
 /*
- * Give the context its status area at the size it has now, unless it has
- * one: the first mmap, WATCH or WATCH_BATCH calls this, so a context that
- * is opened and never used costs no more than its ring, and one that
- * CONFIGUREs a size gets that size.  May sleep; the caller holds no
- * spinlock (mmap holds mmap_lock, WATCH ctx->mutex: both are fine to
- * allocate under).  A CONFIGURE racing with mmap may change the size
- * between the allocation and the install: then allocate again.
+ * Install a as the context's area, with max_watches slots.  Caller holds
+ * ctx->lock, or has the context to itself (open).
  */
-int regcache_status_ensure(struct regcache_ctx *ctx)
+static void regcache_status_set(struct regcache_ctx *ctx, const struct regcache_status_area *a,
+				u32 max_watches)
 {
-	struct regcache_status_area a;
-	size_t size;
-	u32 watches;
-	int ret;
-
-	for (;;) {
-		spin_lock(&ctx->lock);
-		size = ctx->status_size;
-		watches = ctx->max_watches;
-		ret = ctx->status ? 1 : 0;
-		spin_unlock(&ctx->lock);
-		if (ret)
-			return 0;
-
-		ret = regcache_status_alloc(&a, size);
-		if (ret)
-			return ret;
-		a.status->abi_version = REGCACHE_ABI_VERSION;
-		a.status->max_watches = watches;
-
-		spin_lock(&ctx->lock);
-		if (!ctx->status && ctx->status_size == size) {
-			ctx->status = a.status;
-			ctx->slots = (u64 *)(a.status + 1);
-			ctx->status_pages = a.pages;
-			ctx->status_npages = a.npages;
-			regcache_status_sync(ctx);
-			a.status = NULL;
-		}
-		spin_unlock(&ctx->lock);
-		/* Lost a race: another caller installed one, or the size changed. */
-		regcache_status_free(&a);
-	}
+	ctx->status = a->status;
+	ctx->slots = (u64 *)(a->status + 1);
+	ctx->status_pages = a->pages;
+	ctx->status_npages = a->npages;
+	ctx->status_size = (size_t)a->npages << PAGE_SHIFT;
+	ctx->max_watches = max_watches;
+	ctx->status->abi_version = REGCACHE_ABI_VERSION;
+	ctx->status->max_watches = max_watches;
+	regcache_status_sync(ctx);
 }
 
+/*
+ * Everything a context holds is charged to its user's byte budget before
+ * the context is usable: the context itself, its ring and its status
+ * area.  Past max_user_bytes, open() fails with -EDQUOT.
+ */
 static int regcache_open(struct inode *inode, struct file *file)
 {
+	struct regcache_status_area area;
 	struct regcache_ctx *ctx;
+	u32 watches;
 	int ret;
 
 	if (!current->mm)
@@ -182,19 +188,35 @@ static int regcache_open(struct inode *inode, struct file *file)
 	spin_lock_init(&ctx->lock);
 	init_waitqueue_head(&ctx->wait);
 	xa_init_flags(&ctx->ranges, XA_FLAGS_ALLOC);
-	ctx->nops = regcache_notif;
-	ctx->id = atomic64_inc_return(&regcache_next_id);
-	ctx->tgid = task_tgid_nr(current);
-	get_task_comm(ctx->comm, current);
 	ctx->strict = READ_ONCE(regcache_strict);
 
-	/* The status area comes later, at this size or CONFIGURE's. */
-	ctx->max_watches = READ_ONCE(regcache_max_watches);
-	ctx->status_size = regcache_status_size(ctx->max_watches);
-	ret = regcache_ring_alloc(&ctx->ring, READ_ONCE(regcache_ring_entries));
+	ret = regcache_ctx_charge(ctx, kmalloc_size_roundup(sizeof(*ctx)));
 	if (ret)
 		goto put_user;
+	ret = regcache_ring_alloc(&ctx->ring, READ_ONCE(regcache_ring_entries));
+	if (ret)
+		goto uncharge;
+	ret = regcache_ctx_charge(ctx, regcache_ring_bytes(&ctx->ring));
+	if (ret)
+		goto free_ring;
+	/*
+	 * The status area exists from open() to release(), at the size of
+	 * the max_watches parameter until CONFIGURE chooses another: mmap,
+	 * which runs under mmap_lock held for writing, never allocates.
+	 */
+	watches = READ_ONCE(regcache_max_watches);
+	ret = regcache_status_alloc(&area, regcache_status_size(watches));
+	if (ret)
+		goto free_ring;
+	ret = regcache_ctx_charge(ctx, regcache_status_bytes(&area));
+	if (ret)
+		goto free_area;
+	regcache_status_set(ctx, &area, watches);
 
+	ctx->id = atomic64_inc_return(&regcache_next_id);
+	ctx->pid = get_pid(task_tgid(current));
+	ctx->tgid = task_tgid_nr(current);
+	get_task_comm(ctx->comm, current);
 	mmgrab(current->mm);
 	ctx->mm = current->mm;
 	file->private_data = ctx;
@@ -202,6 +224,12 @@ static int regcache_open(struct inode *inode, struct file *file)
 	atomic_inc(&regcache_stats.contexts);
 	return 0;
 
+free_area:
+	regcache_status_free(&area);
+free_ring:
+	regcache_ring_free(&ctx->ring);
+uncharge:
+	regcache_ctx_uncharge(ctx, ctx->charged);
 put_user:
 	regcache_user_put(ctx->user);
 free_ctx:
@@ -218,16 +246,16 @@ static int regcache_release(struct inode *inode, struct file *file)
 	regcache_unwatch_all(ctx);
 	mutex_unlock(&ctx->mutex);
 	xa_destroy(&ctx->ranges);
-	/* No range is left for a callback to find: the notifier can go. */
-	ctx->nops->release(ctx);
 
 	atomic_dec(&regcache_stats.contexts);
 	regcache_ring_free(&ctx->ring);
-	spin_lock(&ctx->lock);
-	regcache_status_take(ctx, &a);
-	spin_unlock(&ctx->lock);
+	/* The last reference: no mapping is left (a vma holds the file). */
+	regcache_status_get(ctx, &a);
 	regcache_status_free(&a);
+	/* the watches gave theirs back: this is the context, ring and area */
+	regcache_ctx_uncharge(ctx, ctx->charged);
 	regcache_user_put(ctx->user);
+	put_pid(ctx->pid);
 	mmdrop(ctx->mm);
 	kfree(ctx);
 	return 0;
@@ -243,7 +271,7 @@ static int regcache_ioc_get_info(struct regcache_ctx *ctx, void __user *uarg)
 	if (info.flags || memchr_inv(info.reserved, 0, sizeof(info.reserved)))
 		return -EINVAL;
 	info.abi_version = REGCACHE_ABI_VERSION;
-	/* The size the area has, or will have when first used: no allocation here. */
+	/* ctx->lock: a CONFIGURE may be replacing the area */
 	spin_lock(&ctx->lock);
 	info.max_watches = ctx->max_watches;
 	info.status_size = ctx->status_size;
@@ -252,32 +280,45 @@ static int regcache_ioc_get_info(struct regcache_ctx *ctx, void __user *uarg)
 	spin_unlock(&ctx->lock);
 	info.max_pinned_bytes = READ_ONCE(regcache_max_pinned_bytes);
 	info.event_size = sizeof(struct regcache_event);
+	info.features = REGCACHE_FEATURES;
 	if (copy_to_user(uarg, &info, sizeof(info)))
 		return -EFAULT;
 	return 0;
 }
 
+/*
+ * CONFIGURE.  ctx->mutex keeps WATCH (and so the freeze by a first WATCH)
+ * out; mmap does not take it (it runs under mmap_lock, which WATCH takes
+ * under ctx->mutex), so the freeze is checked again under ctx->lock, where
+ * mmap sets it, right before anything is swapped.  A new status area is
+ * allocated only when the page count changes: a mapping racing with a
+ * CONFIGURE that keeps the size maps the same pages either way.
+ */
 static int regcache_ioc_configure(struct regcache_ctx *ctx, void __user *uarg)
 {
-	struct regcache_config cfg;
+	struct regcache_status_area area = { NULL }, cur;
 	struct regcache_ring ring, old;
-	struct regcache_status_area area = { NULL };
-	u32 entries, watches, cap;
-	bool strict;
+	struct regcache_config cfg;
+	u64 new_bytes, old_bytes;
+	u32 entries, watches;
+	bool strict, resize;
 	int ret;
 
 	if (copy_from_user(&cfg, uarg, sizeof(cfg)))
 		return -EFAULT;
 	if (cfg.flags || memchr_inv(cfg.reserved, 0, sizeof(cfg.reserved)))
 		return -EINVAL;
-	entries = cfg.ring_entries ? cfg.ring_entries : READ_ONCE(regcache_ring_entries);
-	if (entries > REGCACHE_RING_LIMIT)
+	/* The module parameters are both the defaults and the caps. */
+	entries = READ_ONCE(regcache_ring_entries);
+	if (cfg.ring_entries > entries)
 		return -EINVAL;
-	/* The module parameter is both the default and the cap. */
-	cap = READ_ONCE(regcache_max_watches);
-	watches = cfg.max_watches ? cfg.max_watches : cap;
-	if (watches > cap)
+	if (cfg.ring_entries)
+		entries = cfg.ring_entries;
+	watches = READ_ONCE(regcache_max_watches);
+	if (cfg.max_watches > watches)
 		return -EINVAL;
+	if (cfg.max_watches)
+		watches = cfg.max_watches;
 	switch (cfg.strict) {
 	case REGCACHE_STRICT_DEFAULT:
 		strict = READ_ONCE(regcache_strict);
@@ -292,7 +333,8 @@ static int regcache_ioc_configure(struct regcache_ctx *ctx, void __user *uarg)
 		return -EINVAL;
 	}
 
-	mutex_lock(&ctx->mutex);
+	if (mutex_lock_killable(&ctx->mutex))
+		return -EINTR;
 	if (READ_ONCE(ctx->frozen)) {
 		ret = -EBUSY;
 		goto unlock;
@@ -300,44 +342,74 @@ static int regcache_ioc_configure(struct regcache_ctx *ctx, void __user *uarg)
 	ret = regcache_ring_alloc(&ring, entries);
 	if (ret)
 		goto unlock;
-	/* mmap does not take ctx->mutex, so re-check under the spinlock. */
+	/* Not frozen: only this thread (ctx->mutex) changes the size. */
+	resize = regcache_status_size(watches) != ctx->status_size;
+	if (resize) {
+		ret = regcache_status_alloc(&area, regcache_status_size(watches));
+		if (ret)
+			goto free_ring;
+	}
+	/*
+	 * The budget is charged the difference: both rings (and areas) are
+	 * held only until this call returns.
+	 */
+	regcache_status_get(ctx, &cur);
+	new_bytes = regcache_ring_bytes(&ring) + (resize ? regcache_status_bytes(&area) : 0);
+	old_bytes = regcache_ring_bytes(&ctx->ring) + (resize ? regcache_status_bytes(&cur) : 0);
+	if (new_bytes > old_bytes) {
+		ret = regcache_ctx_charge(ctx, new_bytes - old_bytes);
+		if (ret)
+			goto free_area;
+	}
 	spin_lock(&ctx->lock);
 	if (ctx->frozen) {
 		spin_unlock(&ctx->lock);
-		regcache_ring_free(&ring);
+		if (new_bytes > old_bytes)
+			regcache_ctx_uncharge(ctx, new_bytes - old_bytes);
 		ret = -EBUSY;
-		goto unlock;
+		goto free_area;
 	}
 	old = ctx->ring;
 	ctx->ring = ring;
 	ctx->strict = strict;
-	if (watches != ctx->max_watches) {
-		/*
-		 * Not frozen, so not mapped and no watch lives (a failed WATCH
-		 * may have allocated one): drop it, the next use allocates.
-		 */
-		regcache_status_take(ctx, &area);
+	if (resize) {
+		/* Not mapped, no watch lives: nothing refers to the old area. */
+		regcache_status_set(ctx, &area, watches);
+		area = cur;
+	} else {
 		ctx->max_watches = watches;
-		ctx->status_size = regcache_status_size(watches);
+		ctx->status->max_watches = watches;
+		regcache_status_sync(ctx);
 	}
-	regcache_status_sync(ctx);
 	spin_unlock(&ctx->lock);
-	regcache_ring_free(&old);
+	if (new_bytes < old_bytes)
+		regcache_ctx_uncharge(ctx, old_bytes - new_bytes);
+	ring = old;
+free_area:
 	regcache_status_free(&area);
+free_ring:
+	regcache_ring_free(&ring);
 unlock:
 	mutex_unlock(&ctx->mutex);
 	return ret;
 }
 
+/*
+ * ctx->mutex is taken killably by every ioctl: its holder may wait for
+ * mmap_lock or for the mm's invalidations (WATCH, UNWATCH), and another
+ * thread queued behind it must stay killable.
+ */
 static int regcache_ioc_watch(struct regcache_ctx *ctx, void __user *uarg)
 {
 	struct regcache_watch w;
+	bool fresh;
 	int ret;
 
 	if (copy_from_user(&w, uarg, sizeof(w)))
 		return -EFAULT;
-	mutex_lock(&ctx->mutex);
-	ret = regcache_watch(ctx, &w);
+	if (mutex_lock_killable(&ctx->mutex))
+		return -EINTR;
+	ret = regcache_watch(ctx, &w, &fresh);
 	mutex_unlock(&ctx->mutex);
 	if (ret)
 		return ret;
@@ -347,10 +419,15 @@ static int regcache_ioc_watch(struct regcache_ctx *ctx, void __user *uarg)
 	 * the context's other threads (nor the release of an exiting one).
 	 */
 	if (copy_to_user(uarg, &w, sizeof(w))) {
-		/* The caller could never learn the slot: undo it. */
-		mutex_lock(&ctx->mutex);
-		regcache_unwatch(ctx, w.slot, w.cookie);
-		mutex_unlock(&ctx->mutex);
+		/*
+		 * The caller could never learn the slot: undo a new watch (an
+		 * existing one it returned is the caller's already).
+		 */
+		if (fresh) {
+			mutex_lock(&ctx->mutex);
+			regcache_unwatch(ctx, w.slot, w.cookie, w.slot_word);
+			mutex_unlock(&ctx->mutex);
+		}
 		return -EFAULT;
 	}
 	return 0;
@@ -359,13 +436,16 @@ static int regcache_ioc_watch(struct regcache_ctx *ctx, void __user *uarg)
 /*
  * The array is copied in whole before ctx->mutex is taken and copied out
  * after it is dropped (see regcache_ioc_watch), at most
- * REGCACHE_BATCH_MAX * 64 bytes = 256 KiB, charged to the caller.
+ * REGCACHE_BATCH_MAX * 64 bytes = 256 KiB, charged to the caller's memory
+ * cgroup and held only during the call.
  */
 static int regcache_ioc_watch_batch(struct regcache_ctx *ctx, void __user *uarg)
 {
 	struct regcache_watch_batch b;
 	struct regcache_watch __user *uw;
 	struct regcache_watch *w;
+	unsigned long *fresh;
+	bool is_new;
 	int ret = 0;
 	u32 i, j;
 
@@ -378,37 +458,51 @@ static int regcache_ioc_watch_batch(struct regcache_ctx *ctx, void __user *uarg)
 	uw = u64_to_user_ptr(b.watches);
 
 	w = kvmalloc_array(b.count, sizeof(*w), GFP_KERNEL_ACCOUNT);
-	if (!w)
-		return -ENOMEM;
+	/* which elements made a new watch: only those are undone */
+	fresh = bitmap_zalloc(b.count, GFP_KERNEL_ACCOUNT);
+	i = 0;
+	if (!w || !fresh) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	if (copy_from_user(w, uw, b.count * sizeof(*w))) {
 		ret = -EFAULT;
-		i = 0;
 		goto out;
 	}
 
-	mutex_lock(&ctx->mutex);
+	if (mutex_lock_killable(&ctx->mutex)) {
+		ret = -EINTR;
+		goto out;
+	}
 	for (i = 0; i < b.count; i++) {
-		ret = regcache_watch(ctx, &w[i]);
+		ret = regcache_watch(ctx, &w[i], &is_new);
 		if (ret)
 			break;
+		if (is_new)
+			__set_bit(i, fresh);
 		if (fatal_signal_pending(current)) {
 			ret = -EINTR;
 			i++;
 			break;
 		}
+		cond_resched();
 	}
 	mutex_unlock(&ctx->mutex);
 
 	if (i && copy_to_user(uw, w, i * sizeof(*w))) {
-		/* The caller could never learn the slots: undo them all. */
+		/* The caller could never learn the slots: undo the new ones. */
 		mutex_lock(&ctx->mutex);
-		for (j = 0; j < i; j++)
-			regcache_unwatch(ctx, w[j].slot, w[j].cookie);
+		for (j = 0; j < i; j++) {
+			if (test_bit(j, fresh))
+				regcache_unwatch(ctx, w[j].slot, w[j].cookie, w[j].slot_word);
+			cond_resched();
+		}
 		mutex_unlock(&ctx->mutex);
 		ret = -EFAULT;
 		i = 0;
 	}
 out:
+	bitmap_free(fresh);
 	kvfree(w);
 	b.done = i;
 	if (copy_to_user(uarg, &b, sizeof(b)))
@@ -425,8 +519,9 @@ static int regcache_ioc_unwatch(struct regcache_ctx *ctx, void __user *uarg)
 		return -EFAULT;
 	if (u.flags || memchr_inv(u.reserved, 0, sizeof(u.reserved)))
 		return -EINVAL;
-	mutex_lock(&ctx->mutex);
-	ret = regcache_unwatch(ctx, u.slot, u.cookie);
+	if (mutex_lock_killable(&ctx->mutex))
+		return -EINTR;
+	ret = regcache_unwatch(ctx, u.slot, u.cookie, u.slot_word);
 	mutex_unlock(&ctx->mutex);
 	return ret;
 }
@@ -462,8 +557,13 @@ static int regcache_ioc_flush(struct regcache_ctx *ctx, void __user *uarg)
 		return -EFAULT;
 	if (f.flags || f.reserved0 || memchr_inv(f.reserved, 0, sizeof(f.reserved)))
 		return -EINVAL;
-	/* read_mutex: a reader between peek and pop never loses its record. */
-	mutex_lock(&ctx->read_mutex);
+	/*
+	 * read_mutex: a reader between peek and pop never loses its record.
+	 * A reader holds it across copy_to_user(), which may wait on
+	 * userfaultfd indefinitely: wait for it interruptibly.
+	 */
+	if (mutex_lock_interruptible(&ctx->read_mutex))
+		return -ERESTARTSYS;
 	ret = regcache_ctx_flush_events(ctx, f.events_seen);
 	mutex_unlock(&ctx->read_mutex);
 	return ret;
@@ -489,7 +589,8 @@ static long regcache_ioctl(struct file *file, unsigned int cmd, unsigned long ar
 	case REGCACHE_IOC_UNWATCH:
 		return regcache_ioc_unwatch(ctx, uarg);
 	case REGCACHE_IOC_UNWATCH_ALL:
-		mutex_lock(&ctx->mutex);
+		if (mutex_lock_killable(&ctx->mutex))
+			return -EINTR;
 		regcache_unwatch_all(ctx);
 		mutex_unlock(&ctx->mutex);
 		return 0;
@@ -536,6 +637,10 @@ static ssize_t regcache_read_records(struct regcache_ctx *ctx, char __user *buf,
 		regcache_status_sync(ctx);
 		spin_unlock(&ctx->lock);
 		done += sizeof(ev);
+		/* a buffer for the whole ring is up to 1048576 records */
+		if (fatal_signal_pending(current))
+			break;
+		cond_resched();
 	}
 	return done;
 }
@@ -587,15 +692,23 @@ static __poll_t regcache_poll(struct file *file, struct poll_table_struct *wait)
  * A page of the status area that is not mapped - zapped by
  * MADV_DONTNEED, or never inserted because vm_insert_pages() stopped
  * short - is mapped again on the next access instead of raising SIGBUS.
- * The vma holds the file, so the context outlives it.
+ * The vma holds the file, so the context outlives it, and the area it
+ * maps was frozen by regcache_mmap(): the page is read under ctx->lock
+ * all the same, where every change of the area is made, and inserted
+ * outside it (inserting may allocate a page table).
  */
 static vm_fault_t regcache_status_fault(struct vm_fault *vmf)
 {
 	struct regcache_ctx *ctx = vmf->vma->vm_private_data;
+	struct page *page = NULL;
 
-	if (vmf->pgoff >= ctx->status_npages)
+	spin_lock(&ctx->lock);
+	if (ctx->frozen && vmf->pgoff < ctx->status_npages)
+		page = ctx->status_pages[vmf->pgoff];
+	spin_unlock(&ctx->lock);
+	if (!page)
 		return VM_FAULT_SIGBUS;
-	return vmf_insert_page(vmf->vma, vmf->address, ctx->status_pages[vmf->pgoff]);
+	return vmf_insert_page(vmf->vma, vmf->address, page);
 }
 
 static const struct vm_operations_struct regcache_status_vm_ops = {
@@ -603,11 +716,16 @@ static const struct vm_operations_struct regcache_status_vm_ops = {
 };
 
 /*
- * Map the status area read-only.  Runs under mmap_lock, so it must not
- * take ctx->mutex (WATCH takes mmap_lock under it).
+ * Map the status area read-only.  Runs under mmap_lock held for writing,
+ * so it must not take ctx->mutex (WATCH takes mmap_lock under it), and it
+ * allocates nothing: the area exists since open().
  *
  * ->mmap is still the file operation on 7.3 (->mmap_prepare exists beside
  * it but cannot insert pages); both target kernels call this.
+ *
+ * Shared is VM_MAYSHARE, not VM_SHARED: do_mmap() clears VM_SHARED (and
+ * VM_MAYWRITE) for MAP_SHARED of a file opened O_RDONLY, which may map
+ * the area as well as an O_RDWR one.  MAP_PRIVATE has neither.
  *
  * Flags, and why:
  *   VM_MAYWRITE, VM_MAYEXEC cleared: never writable, never executable,
@@ -625,21 +743,21 @@ static const struct vm_operations_struct regcache_status_vm_ops = {
 static int regcache_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct regcache_ctx *ctx = file->private_data;
+	struct page **pages;
 	unsigned long num;
-	int ret;
 
 	if (!regcache_ctx_is_owner(ctx, vma->vm_mm))
 		return -EIO;
 	if (vma->vm_flags & (VM_WRITE | VM_EXEC))
 		return -EPERM;
-	if (vma->vm_pgoff || !(vma->vm_flags & VM_SHARED))
+	if (vma->vm_pgoff || !(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;
-	ret = regcache_status_ensure(ctx);
-	if (ret)
-		return ret;
 	/*
 	 * Freeze before the pages go in: from here CONFIGURE cannot swap the
-	 * area out from under the mapping.  A wrong length freezes nothing.
+	 * area out from under the mapping (it checks under the same lock).
+	 * The pages and their count are taken under it too, so this mapping
+	 * and the fault handler see the one frozen area.  A wrong length
+	 * freezes nothing.
 	 */
 	spin_lock(&ctx->lock);
 	if (vma->vm_end - vma->vm_start != ctx->status_size) {
@@ -647,8 +765,9 @@ static int regcache_mmap(struct file *file, struct vm_area_struct *vma)
 		return -EINVAL;
 	}
 	ctx->frozen = true;
-	spin_unlock(&ctx->lock);
+	pages = ctx->status_pages;
 	num = ctx->status_npages;
+	spin_unlock(&ctx->lock);
 
 #ifdef HAVE_VM_FLAGS_SET
 	vm_flags_clear(vma, VM_MAYWRITE | VM_MAYEXEC);
@@ -664,22 +783,31 @@ static int regcache_mmap(struct file *file, struct vm_area_struct *vma)
 	 * (-ENOMEM for a page table) fails the mmap; pages left over without
 	 * one are mapped by regcache_status_fault() on first access.
 	 */
-	return vm_insert_pages(vma, vma->vm_start, ctx->status_pages, &num);
+	return vm_insert_pages(vma, vma->vm_start, pages, &num);
 }
 
 /*
  * /proc/PID/fdinfo/FD: the context behind the fd, one "key:\tvalue" per
  * line.  Visible to whoever may open the holder's /proc/PID/fd (the
  * owner and root), which is what keeps one user's activity from another;
- * regcachectl(8) lists contexts from here.  regcache-mm-pinned-bytes is
- * the owner mm's pinned_vm: what every long-term pinner (ib_umem,
- * io_uring, ...) charged, not what WATCH callers declared.
+ * regcachectl(8) lists contexts from here.
+ *
+ * regcache-pid is the opener as the reader's /proc names it: the pid
+ * namespace of the procfs instance being read, as for a pidfd's fdinfo;
+ * 0 when the opener is not in that namespace or has exited.
+ *
+ * regcache-mm-pinned-bytes is the owner mm's pinned_vm, not what WATCH
+ * callers declared: what the long-term pinners that charge pinned_vm
+ * hold - RDMA registrations (ib_umem, and hfi1, qib, usnic, siw), io_uring
+ * fixed buffers, vhost-vdpa and VDUSE, perf buffers past the mlock limit.
+ * VFIO type1 and mlock() charge locked_vm instead and are not in it.
  */
 static void regcache_show_fdinfo(struct seq_file *m, struct file *file)
 {
 	struct regcache_ctx *ctx = file->private_data;
 	char comm[TASK_COMM_LEN];
 	u64 pinned, events, overflows, mm_pinned;
+	pid_t pid = 0;
 	u32 watches, max_watches, pending, entries;
 	size_t status_bytes;
 	bool strict;
@@ -698,6 +826,8 @@ static void regcache_show_fdinfo(struct seq_file *m, struct file *file)
 	spin_unlock(&ctx->lock);
 	/* mmgrab keeps the mm_struct, so the counter is readable after exit. */
 	mm_pinned = (u64)atomic64_read(&ctx->mm->pinned_vm) << PAGE_SHIFT;
+	if (pid_has_task(ctx->pid, PIDTYPE_TGID))
+		pid = pid_nr_ns(ctx->pid, proc_pid_ns(file_inode(m->file)->i_sb));
 
 	memcpy(comm, ctx->comm, sizeof(comm));
 	comm[sizeof(comm) - 1] = '\0';
@@ -706,11 +836,10 @@ static void regcache_show_fdinfo(struct seq_file *m, struct file *file)
 			comm[i] = '?';
 
 	seq_printf(m, "regcache-id:\t%llu\n", ctx->id);
-	seq_printf(m, "regcache-pid:\t%d\n", ctx->tgid);
+	seq_printf(m, "regcache-pid:\t%d\n", pid);
 	seq_printf(m, "regcache-comm:\t%s\n", comm);
 	seq_printf(m, "regcache-watches:\t%u\n", watches);
 	seq_printf(m, "regcache-max-watches:\t%u\n", max_watches);
-	/* 0 until the first mmap, WATCH or WATCH_BATCH allocates the area. */
 	seq_printf(m, "regcache-status-bytes:\t%zu\n", status_bytes);
 	seq_printf(m, "regcache-declared-pinned-bytes:\t%llu\n", pinned);
 	seq_printf(m, "regcache-mm-pinned-bytes:\t%llu\n", mm_pinned);
@@ -719,7 +848,9 @@ static void regcache_show_fdinfo(struct seq_file *m, struct file *file)
 	seq_printf(m, "regcache-overflows:\t%llu\n", overflows);
 	seq_printf(m, "regcache-ring-entries:\t%u\n", entries);
 	seq_printf(m, "regcache-strict:\t%d\n", strict);
-	seq_printf(m, "regcache-notifier:\t%s\n", ctx->nops->name);
+	/* kernel memory: this context's, then its user's over all contexts */
+	seq_printf(m, "regcache-bytes:\t%llu\n", READ_ONCE(ctx->charged));
+	regcache_user_show(m, ctx->user);
 }
 
 const struct file_operations regcache_fops = {

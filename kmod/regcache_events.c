@@ -26,6 +26,12 @@ int regcache_ring_alloc(struct regcache_ring *ring, u32 entries)
 	return 0;
 }
 
+/* What the ring holds, as the user's budget is charged (regcache_kv_bytes). */
+u64 regcache_ring_bytes(const struct regcache_ring *ring)
+{
+	return regcache_kv_bytes(ring->ev, (size_t)ring->entries * sizeof(*ring->ev));
+}
+
 void regcache_ring_free(struct regcache_ring *ring)
 {
 	kvfree(ring->ev);
@@ -66,9 +72,7 @@ void regcache_ring_pop(struct regcache_ring *ring)
 }
 
 /*
- * Mirror the counters into the mapped header, if the context has one yet
- * (regcache_status_ensure syncs it when it installs it).  Caller holds
- * ctx->lock.
+ * Mirror the counters into the mapped header.  Caller holds ctx->lock.
  * The barrier orders any slot word the caller wrote before the new
  * events_total (regcache_uapi.h: a reader that sees a count sees the
  * slot words of those events; FLUSH relies on it).
@@ -77,8 +81,6 @@ void regcache_status_sync(struct regcache_ctx *ctx)
 {
 	struct regcache_status *st = ctx->status;
 
-	if (!st)
-		return;
 	/* slot words before the counts: pairs with the reader's acquire load of events_total */
 	smp_wmb();
 	WRITE_ONCE(st->flags, ctx->status_flags);
@@ -108,25 +110,48 @@ void regcache_ctx_queue_event(struct regcache_ctx *ctx, struct regcache_event *e
 	regcache_status_sync(ctx);
 }
 
+/* Records at the head of the ring with seq <= seen: a binary search, they are in seq order. */
+static u32 regcache_ring_count_upto(const struct regcache_ring *ring, u64 seen)
+{
+	u32 lo = 0, hi = ring->count, mid, idx;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		idx = ring->head + mid;
+		if (idx >= ring->entries)
+			idx -= ring->entries;
+		if (ring->ev[idx].seq <= seen)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /*
  * FLUSH: drop the records the caller has accounted for (seq <= seen) and
  * clear OVERFLOW unless a record newer than that was dropped.  An event
  * that arrives while the caller rescans after reading events_total has a
  * larger seq, so it survives the FLUSH: nothing is lost in that window
- * (an argument-less FLUSH, ABI 1, dropped it silently).
+ * (an argument-less FLUSH, ABI 1, dropped it silently).  The spinlock,
+ * which the notifier takes, is held for a search, not a walk of up to
+ * ring_entries records.
  */
 int regcache_ctx_flush_events(struct regcache_ctx *ctx, u64 seen)
 {
 	struct regcache_ring *ring = &ctx->ring;
+	u32 n;
 
 	spin_lock(&ctx->lock);
 	if (seen > ctx->events_total) {
 		spin_unlock(&ctx->lock);
 		return -EINVAL;
 	}
-	/* The ring holds records in seq order: drop from the head. */
-	while (ring->count && ring->ev[ring->head].seq <= seen)
-		regcache_ring_pop(ring);
+	n = regcache_ring_count_upto(ring, seen);
+	ring->count -= n;
+	ring->head += n;
+	if (ring->head >= ring->entries)
+		ring->head -= ring->entries;
 	if (ctx->overflow_seq <= seen)
 		ctx->status_flags &= ~REGCACHE_STATUS_OVERFLOW;
 	regcache_status_sync(ctx);

@@ -6,8 +6,8 @@
  * opener's mm and charged to the opener's user (regcache_user.c).  A
  * context owns a vmap'd status area (the page-aligned struct
  * regcache_status and its slot words, which the process maps read-only),
- * allocated when first needed at the size CONFIGURE chose, an xarray of
- * watched ranges indexed by slot, and a preallocated event ring.
+ * at the size CONFIGURE chose, an xarray of watched ranges indexed by
+ * slot, and a preallocated event ring.
  *
  * Locking, outermost first:
  *   ctx->mutex      WATCH / UNWATCH / CONFIGURE / teardown; may sleep,
@@ -16,8 +16,7 @@
  *   ctx->read_mutex one reader at a time (read(), FLUSH)
  *   ctx->lock       spinlock: slot words, range state, the ring and the
  *                   status header, which status area is installed and
- *                   its size, and (notifier=context) the private interval
- *                   tree of ranges.  The only lock the MMU notifier takes,
+ *                   its size.  The only lock the MMU notifier takes,
  *                   so an invalidation never sleeps and never waits for
  *                   anything that could sleep.
  *   regcache_users_lock  spinlock, innermost, never nested with ctx->lock
@@ -27,22 +26,33 @@
 #define REGCACHE_INTERNAL_H
 
 #include <linux/atomic.h>
-#include <linux/interval_tree.h>
 #include <linux/list.h>
 #include <linux/miscdevice.h>
+#include <linux/mm.h>
 #include <linux/mmu_notifier.h>
 #include <linux/mutex.h>
+#include <linux/rbtree.h>
 #include <linux/sched.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 #include <linux/xarray.h>
 #include "regcache_uapi.h"
 
+/* configure refuses such a kernel already; a build without it says why */
+#ifndef CONFIG_MMU_NOTIFIER
+#error "regcache.ko needs a kernel built with CONFIG_MMU_NOTIFIER"
+#endif
+
+/* What GET_INFO reports in features. */
+#define REGCACHE_FEATURES	(REGCACHE_FEATURE_UNWATCH_WORD | REGCACHE_FEATURE_WATCH_SAME)
+
 /* Hard bounds of the module parameters and of CONFIGURE. */
-#define REGCACHE_WATCHES_LIMIT	(1U << 20)
-#define REGCACHE_RING_LIMIT	(1U << 20)
-#define REGCACHE_USER_CONTEXTS_LIMIT	(1U << 20)
-#define REGCACHE_USER_WATCHES_LIMIT	(1U << 30)
+#define REGCACHE_WATCHES_LIMIT	BIT(20)
+#define REGCACHE_RING_LIMIT	BIT(20)
+#define REGCACHE_USER_CONTEXTS_LIMIT	BIT(20)
+#define REGCACHE_USER_WATCHES_LIMIT	BIT(30)
 
 /* Module parameters (regcache_main.c); read with READ_ONCE. */
 extern unsigned int regcache_max_watches;
@@ -51,48 +61,29 @@ extern unsigned long long regcache_max_pinned_bytes;
 extern bool regcache_strict;
 extern unsigned int regcache_max_user_contexts;
 extern unsigned int regcache_max_user_watches;
+extern unsigned long long regcache_max_user_bytes;
 
 /*
- * How a context learns of invalidations (module parameter "notifier",
- * fixed at load):
- *   interval  one mmu_interval_notifier per WATCH in the mm-wide tree
- *             (regcache_watch.c)
- *   context   one mmu_notifier per context and a private interval tree
- *             under ctx->lock (regcache_ctxnotif.c)
- * Both give userspace exactly the same slot words, events and limits;
- * they differ in what WATCH and UNWATCH wait for.
+ * What the per-user byte budget (max_user_bytes, regcache_user.c) is
+ * charged: what each allocation really holds, rounded as the allocator
+ * rounds it (kvmalloc: to a kmalloc bucket, or to pages when it fell
+ * back to vmalloc).  The kernel's own bookkeeping of a vmap or vmalloc
+ * mapping (a few hundred bytes and its page tables) is not counted.
  */
-struct regcache_range;
-struct regcache_ctx;
-
-struct regcache_notif_ops {
-	const char *name;
-	/*
-	 * Start watching r (its slot is already active): from return on,
-	 * every invalidation that starts calls regcache_range_fire(), and
-	 * one that was in progress over r has finished.  Sleeps; caller
-	 * holds ctx->mutex and not mmap_lock.  0 or -errno.
-	 */
-	int (*arm)(struct regcache_ctx *ctx, struct regcache_range *r);
-	/* Stop: on return no callback can touch r.  Sleeps; ctx->mutex held. */
-	void (*disarm)(struct regcache_ctx *ctx, struct regcache_range *r);
-	/* The fd's last close, after every range was disarmed. */
-	void (*release)(struct regcache_ctx *ctx);
-};
-
-extern const struct regcache_notif_ops regcache_interval_ops;
-extern const struct regcache_notif_ops regcache_ctxnotif_ops;
-extern const struct regcache_notif_ops *regcache_notif;
+static inline u64 regcache_kv_bytes(const void *p, size_t size)
+{
+	return is_vmalloc_addr(p) ? PAGE_ALIGN(size) : kmalloc_size_roundup(size);
+}
 
 /* Module-wide counters, shown in sysfs. */
 struct regcache_global_stats {
 	atomic_t contexts;
 	atomic64_t watches;
-	atomic64_t pinned_bytes;
 	atomic64_t events_total;
 	atomic64_t overflows;
 	atomic64_t foreign_mm;	/* calls refused with -EIO */
 };
+
 extern struct regcache_global_stats regcache_stats;
 
 /* A fixed-capacity ring of events; every field under ctx->lock. */
@@ -104,6 +95,7 @@ struct regcache_ring {
 };
 
 int regcache_ring_alloc(struct regcache_ring *ring, u32 entries);
+u64 regcache_ring_bytes(const struct regcache_ring *ring);
 void regcache_ring_free(struct regcache_ring *ring);
 bool regcache_ring_push(struct regcache_ring *ring, const struct regcache_event *ev);
 bool regcache_ring_peek(const struct regcache_ring *ring, struct regcache_event *ev);
@@ -114,46 +106,45 @@ enum regcache_range_state {
 	REGCACHE_RANGE_INVALIDATED,	/* event sent; waits for UNWATCH */
 };
 
-/* One watched range: a slot plus what the notifier design tracks it with. */
+/* One watched range: a slot and the interval notifier over its pages. */
 struct regcache_range {
-	union {
-		struct mmu_interval_notifier notifier;	/* notifier=interval */
-		struct interval_tree_node node;		/* notifier=context */
-	};
+	struct mmu_interval_notifier notifier;
+	struct rb_node key_node;	/* ctx->watch_keys, under ctx->mutex */
 	struct regcache_ctx *ctx;
-	u64 addr;		/* as the caller gave it */
+	u64 addr;		/* as the caller gave it (maybe tagged) */
 	u64 len;
-	unsigned long start;	/* page-aligned notifier interval */
+	unsigned long start;	/* page-aligned notifier interval, untagged */
 	unsigned long end;
 	u64 cookie;
 	u64 pinned_bytes;
+	u64 word;		/* the slot word WATCH returned: UNWATCH checks it */
 	u32 slot;
 	u32 state;		/* enum regcache_range_state, under ctx->lock */
 };
 
 struct regcache_user;
-struct regcache_ctxnotif;
 
 struct regcache_ctx {
 	struct mm_struct *mm;		/* mmgrab'd: identity, never used after exit */
-	struct regcache_user *user;	/* euid at open: charged for it and its watches */
+	struct regcache_user *user;	/* at open: charged for it and its watches */
+	u64 charged;			/* bytes charged to user; ctx->mutex, or open/release */
 	u64 id;				/* unique per module load, for fdinfo */
-	pid_t tgid;
+	struct pid *pid;		/* the opener's thread group, for fdinfo */
+	pid_t tgid;			/* the same, in the initial namespace: log lines */
 	char comm[TASK_COMM_LEN];
 
-	struct mutex mutex;
-	struct mutex read_mutex;
-	spinlock_t lock;
+	struct mutex mutex;		/* see "Locking" above */
+	struct mutex read_mutex;	/* one reader */
+	spinlock_t lock;		/* the notifier's lock */
 	wait_queue_head_t wait;
 
 	struct xarray ranges;		/* slot -> struct regcache_range */
-	const struct regcache_notif_ops *nops;	/* regcache_notif at open */
-	struct regcache_ctxnotif *cn;	/* notifier=context, from the first WATCH */
+	struct rb_root watch_keys;	/* ranges by WATCH's inputs, under ctx->mutex */
 	/*
-	 * The status area: NULL until the first mmap, WATCH or WATCH_BATCH
-	 * (regcache_status_ensure), installed under ctx->lock, fixed once
-	 * frozen.  max_watches and status_size are what it has or will have;
-	 * CONFIGURE changes them (under ctx->mutex and ctx->lock) until frozen.
+	 * The status area: allocated at open(), replaced only by a CONFIGURE
+	 * that changes its page count (under ctx->mutex and ctx->lock), never
+	 * once frozen.  Readers outside ctx->mutex (mmap, the fault handler,
+	 * GET_INFO, fdinfo) take these fields under ctx->lock.
 	 */
 	struct regcache_status *status;	/* vmap of status_pages, status_size bytes */
 	u64 *slots;			/* the slot words, right after *status */
@@ -179,24 +170,28 @@ struct regcache_ctx {
 
 /* regcache_ctx.c */
 extern const struct file_operations regcache_fops;
-int regcache_status_ensure(struct regcache_ctx *ctx);
+int regcache_ctx_charge(struct regcache_ctx *ctx, u64 bytes);
+void regcache_ctx_uncharge(struct regcache_ctx *ctx, u64 bytes);
 
 /* regcache_user.c */
 struct regcache_user *regcache_user_get(void);
 void regcache_user_put(struct regcache_user *u);
 int regcache_user_charge_watch(struct regcache_user *u);
 void regcache_user_uncharge_watch(struct regcache_user *u);
+int regcache_user_charge_bytes(struct regcache_user *u, u64 bytes);
+void regcache_user_uncharge_bytes(struct regcache_user *u, u64 bytes);
+int regcache_user_charge_pinned(struct regcache_user *u, u64 bytes);
+void regcache_user_uncharge_pinned(struct regcache_user *u, u64 bytes);
+void regcache_user_show(struct seq_file *m, struct regcache_user *u);
+u64 regcache_users_pinned_bytes(void);
 void regcache_users_exit(void);
 
 /* regcache_watch.c */
-int regcache_watch(struct regcache_ctx *ctx, struct regcache_watch *w);
-int regcache_unwatch(struct regcache_ctx *ctx, u32 slot, u64 cookie);
+int regcache_watch(struct regcache_ctx *ctx, struct regcache_watch *w, bool *fresh);
+int regcache_unwatch(struct regcache_ctx *ctx, u32 slot, u64 cookie, u64 word);
 void regcache_unwatch_all(struct regcache_ctx *ctx);
 u32 regcache_reason_of(int event);
 bool regcache_reason_invalidates(u32 reason);
-bool regcache_ctx_ignores(struct regcache_ctx *ctx, u32 reason);
-bool regcache_range_fire(struct regcache_range *r,
-			 const struct mmu_notifier_range *range, u32 reason);
 
 /* regcache_events.c */
 void regcache_ctx_queue_event(struct regcache_ctx *ctx, struct regcache_event *ev);

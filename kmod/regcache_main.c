@@ -5,13 +5,13 @@
  *
  * Parameters are writable at runtime; each takes effect where that is
  * safe: max_watches, ring_entries and strict for contexts opened
- * afterwards and at the next CONFIGURE that leaves them 0 (the status
- * area and the ring of a live context never change size under a mapping;
- * strict is the default of CONFIGURE's per-context choice),
- * max_pinned_bytes and max_user_watches at the next WATCH,
- * max_user_contexts at the next open().  Lowering a limit takes nothing
- * away that is already held.  notifier is read-only (0444): it is chosen
- * at load time, since contexts of both designs would not share anything.
+ * afterwards and at the next CONFIGURE (the status area and the ring of a
+ * live context never change size under a mapping; max_watches and
+ * ring_entries are also the caps of CONFIGURE; strict is the default of
+ * its per-context choice), max_pinned_bytes and max_user_watches at the
+ * next WATCH, max_user_contexts at the next open(), max_user_bytes at the
+ * next allocation.  Lowering a limit takes nothing away that is already
+ * held.
  *
  * /sys/class/misc/regcache/ holds the global counters, one value per
  * file; all but abi_version are readable by root only, since they count
@@ -26,6 +26,7 @@
 #include <linux/fs.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/sizes.h>
 #include "regcache_internal.h"
 
 unsigned int regcache_max_watches = 65536;
@@ -34,8 +35,8 @@ unsigned long long regcache_max_pinned_bytes;
 bool regcache_strict;
 unsigned int regcache_max_user_contexts = 128;
 unsigned int regcache_max_user_watches = 1048576;
+unsigned long long regcache_max_user_bytes;	/* 0 until regcache_init() */
 struct regcache_global_stats regcache_stats;
-const struct regcache_notif_ops *regcache_notif = &regcache_interval_ops;
 
 static int regcache_param_set_bounded(const char *val, const struct kernel_param *kp,
 				      unsigned int limit)
@@ -92,43 +93,40 @@ static const struct kernel_param_ops regcache_ring_ops = {
 	.get = param_get_uint,
 };
 
+/* max_user_bytes: any byte count but 0, which would refuse every open(). */
+static int regcache_param_set_user_bytes(const char *val, const struct kernel_param *kp)
+{
+	unsigned long long v;
+	int ret;
+
+	ret = kstrtoull(val, 0, &v);
+	if (ret)
+		return ret;
+	if (!v)
+		return -EINVAL;
+	WRITE_ONCE(regcache_max_user_bytes, v);
+	return 0;
+}
+
+static const struct kernel_param_ops regcache_user_bytes_ops = {
+	.set = regcache_param_set_user_bytes,
+	.get = param_get_ullong,
+};
+
 module_param_cb(max_watches, &regcache_watches_ops, &regcache_max_watches, 0644);
 MODULE_PARM_DESC(max_watches, "Default and cap of CONFIGURE's watches (status slots) per context, 1..1048576 (default 65536)");
 module_param_cb(ring_entries, &regcache_ring_ops, &regcache_ring_entries, 0644);
-MODULE_PARM_DESC(ring_entries, "Default event ring capacity per context, 1..1048576; new contexts (default 1024)");
+MODULE_PARM_DESC(ring_entries, "Default and cap of CONFIGURE's event ring capacity per context, 1..1048576 (default 1024)");
 module_param_named(max_pinned_bytes, regcache_max_pinned_bytes, ullong, 0644);
 MODULE_PARM_DESC(max_pinned_bytes, "Cap on pinned bytes per context, 0 = none (default 0)");
 module_param_cb(max_user_contexts, &regcache_user_contexts_ops, &regcache_max_user_contexts, 0644);
 MODULE_PARM_DESC(max_user_contexts, "Open contexts per user (euid), 1..1048576; open() beyond it fails with EMFILE (default 128)");
 module_param_cb(max_user_watches, &regcache_user_watches_ops, &regcache_max_user_watches, 0644);
 MODULE_PARM_DESC(max_user_watches, "Watches per user over all their contexts, 1..1073741824; WATCH beyond it fails with ENOSPC (default 1048576)");
+module_param_cb(max_user_bytes, &regcache_user_bytes_ops, &regcache_max_user_bytes, 0644);
+MODULE_PARM_DESC(max_user_bytes, "Kernel memory per user over all their contexts (status areas, rings, watches), bytes; an allocation beyond it fails with EDQUOT (default 1/32 of RAM)");
 module_param_named(strict, regcache_strict, bool, 0644);
 MODULE_PARM_DESC(strict, "Default of CONFIGURE's strict choice for new contexts: invalidate on every notifier event, including mprotect and fork write-protect (default 0)");
-
-/* notifier=interval|context: which design every context uses (load time). */
-static int regcache_param_set_notifier(const char *val, const struct kernel_param *kp)
-{
-	if (sysfs_streq(val, regcache_interval_ops.name))
-		regcache_notif = &regcache_interval_ops;
-	else if (sysfs_streq(val, regcache_ctxnotif_ops.name))
-		regcache_notif = &regcache_ctxnotif_ops;
-	else
-		return -EINVAL;
-	return 0;
-}
-
-static int regcache_param_get_notifier(char *buf, const struct kernel_param *kp)
-{
-	return sysfs_emit(buf, "%s\n", regcache_notif->name);
-}
-
-static const struct kernel_param_ops regcache_notifier_ops = {
-	.set = regcache_param_set_notifier,
-	.get = regcache_param_get_notifier,
-};
-
-module_param_cb(notifier, &regcache_notifier_ops, NULL, 0444);
-MODULE_PARM_DESC(notifier, "How contexts watch ranges, set at load: interval (one mmu_interval_notifier per WATCH, default) or context (one mmu_notifier per context and a private interval tree)");
 
 /* Activity counters: root only (0400), they tell of every user's contexts. */
 #define REGCACHE_STAT_ATTR(name, expr)						\
@@ -141,10 +139,16 @@ static DEVICE_ATTR_ADMIN_RO(name)
 
 REGCACHE_STAT_ATTR(nr_contexts, atomic_read(&regcache_stats.contexts));
 REGCACHE_STAT_ATTR(watches, atomic64_read(&regcache_stats.watches));
-REGCACHE_STAT_ATTR(pinned_bytes, atomic64_read(&regcache_stats.pinned_bytes));
 REGCACHE_STAT_ATTR(events_total, atomic64_read(&regcache_stats.events_total));
 REGCACHE_STAT_ATTR(overflows, atomic64_read(&regcache_stats.overflows));
 REGCACHE_STAT_ATTR(foreign_mm, atomic64_read(&regcache_stats.foreign_mm));
+
+/* A sum over users that saturates at U64_MAX rather than wrap (regcache_user.c). */
+static ssize_t pinned_bytes_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", regcache_users_pinned_bytes());
+}
+static DEVICE_ATTR_ADMIN_RO(pinned_bytes);
 
 static ssize_t abi_version_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
@@ -200,6 +204,13 @@ static int __init regcache_init(void)
 	int ret;
 
 	regcache_check_abi();
+	/*
+	 * A small share of RAM, as inotify and epoll size their per-user
+	 * limits (1 % and 4 % of low memory): 1/32.  Unless set at load.
+	 */
+	if (!regcache_max_user_bytes)
+		regcache_max_user_bytes = max_t(u64, (u64)totalram_pages() << PAGE_SHIFT >> 5,
+						SZ_16M);
 
 	ret = misc_register(&regcache_misc);
 	if (ret) {

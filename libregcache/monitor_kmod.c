@@ -38,6 +38,7 @@ struct kmod_priv {
 	size_t status_size;
 	size_t event_size;			/* the module's record size */
 	uint32_t max_watches;
+	bool unwatch_word;			/* UNWATCH may name the watch's word */
 	struct regcache_entry **slot_entry;	/* slot -> entry, for events */
 	uint64_t next_cookie;
 	_Atomic uint64_t dropped;		/* for regcache_process_events */
@@ -100,6 +101,7 @@ static int kmod_start(struct regcache *cache, const char **why)
 	p->status_size = info.status_size;
 	p->event_size = info.event_size;
 	p->max_watches = info.max_watches;
+	p->unwatch_word = info.features & REGCACHE_FEATURE_UNWATCH_WORD;
 	p->slot_entry = calloc(info.max_watches, sizeof(*p->slot_entry));
 	if (!p->slot_entry) {
 		ret = -ENOMEM;
@@ -179,7 +181,10 @@ static int kmod_subscribe(struct regcache *cache, struct regcache_entry *e)
 		return -errno;
 	if (w.slot >= p->max_watches) {
 		/* Cannot happen with a sane module; do not index out of bounds. */
-		struct regcache_unwatch u = { .slot = w.slot, .cookie = w.cookie };
+		struct regcache_unwatch u = {
+			.slot = w.slot, .cookie = w.cookie,
+			.slot_word = p->unwatch_word ? w.slot_word : 0,
+		};
 
 		ioctl(p->fd, REGCACHE_IOC_UNWATCH, &u);
 		return -EPROTO;
@@ -200,6 +205,9 @@ static void kmod_unsubscribe(struct regcache *cache, struct regcache_entry *e)
 	memset(&u, 0, sizeof(u));
 	u.slot = e->slot;
 	u.cookie = e->cookie;
+	/* the watch itself, not only its slot (a module without it: 0) */
+	if (p->unwatch_word)
+		u.slot_word = e->slot_word;
 	if (ioctl(p->fd, REGCACHE_IOC_UNWATCH, &u) && errno != EIO)
 		rc_log("UNWATCH slot %u: %s", e->slot, strerror(errno));
 	if (p->slot_entry[e->slot] == e)

@@ -87,8 +87,11 @@ $3
 MODULE_LICENSE("GPL");
 _RC_EOF
 	echo 'obj-m := probe.o' >"$rc_pdir/Kbuild"
+	dnl config.log keeps the build log of a probe that failed (autoconf
+	dnl removes conftest* on exit).
 	AS_IF([$KMAKE -C "$LINUX_OBJ" M="$rc_pdir" modules >"$rc_pdir/build.log" 2>&1],
-		[$4], [$5])
+		[$4], [sed 's/^/| /' "$rc_pdir/build.log" >&AS_MESSAGE_LOG_FD
+		$5])
 ])
 
 # RC_LINUX_PROBE(NAME, DESCRIPTION, INCLUDES, BODY)
@@ -109,6 +112,15 @@ AC_DEFUN([RC_LINUX_PROBE], [
 # pin_user_pages() probe went).
 AC_DEFUN([RC_LINUX_PROBES], [
 	AS_IF([test "x$enable_kmod" = xyes], [
+		dnl The module is MMU interval notifiers and nothing else: a kernel
+		dnl without them gets a sentence, not a failed SANITY build.
+		AC_MSG_CHECKING([kernel: CONFIG_MMU_NOTIFIER])
+		RC_LINUX_TRY_COMPILE([MMU_NOTIFIER], [#ifndef CONFIG_MMU_NOTIFIER
+#error "CONFIG_MMU_NOTIFIER is not set"
+#endif], [], [AC_MSG_RESULT([yes])], [
+			AC_MSG_RESULT([no])
+			AC_MSG_ERROR([the kernel at $LINUX_OBJ is built without CONFIG_MMU_NOTIFIER, which regcache.ko needs (it watches memory with MMU interval notifiers); use a kernel built with it (a kernel with KVM or an RDMA driver with on-demand paging selects it), or configure --disable-kmod])
+		])
 		dnl A probe that must pass: proves the mechanism and the toolchain.
 		RC_LINUX_TRY_COMPILE([SANITY], [#include <linux/mmu_notifier.h>],
 			[	struct mmu_interval_notifier *n = NULL;

@@ -16,6 +16,7 @@ rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
 iproute2 debootstrap debian-archive-keyring util-linux
 ucx-utils gnuplot-nox
 dkms linux-source-6.1 flex bison bc libelf-dev
+libcurl4-openssl-dev libjson-c-dev etcd-server etcd-client openssl
 "
 # build: autotools, gcc, rdma-core/liburing/CUnit headers, the 6.1 kernel
 #   headers for regcache.ko, mandoc for the man page lint, shellcheck for
@@ -30,6 +31,11 @@ dkms linux-source-6.1 flex bison bc libelf-dev
 # install checks: dkms (tests/dkms-check.sh proves dkms.conf), and
 #   linux-source-6.1 for the kernel's scripts/checkpatch.pl, which Debian
 #   packages nowhere else (tests/checkpatch.sh extracts it; 139 MB).
+# directory: libcurl and json-c for librdmaxfer's etcd directory
+#   (configure --with-etcd, auto); etcd-server, which its tests start on
+#   loopback and in the guests, etcd-client (etcdctl) for the test of
+#   etcd's user/password authentication, openssl for the TLS test's
+#   certificates.
 # debug kernel: linux-source-6.1 again, built with KASAN, lockdep and
 #   kmemleak by tests/vm/debug-kernel.sh; flex, bison, bc and libelf-dev
 #   are what its build needs beyond gcc and make.

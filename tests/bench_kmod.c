@@ -12,18 +12,16 @@
  *            and 3 other threads of the same process mmap + touch +
  *            munmap pages of their own (unrelated to the watch) in a loop:
  *            p50 / p99 / p99.9 of the pairs, and the spread of the
- *            per-round p99.  The interval-notifier design (notifier=
- *            interval) waits in UNWATCH and WATCH for the mm's invalidate
- *            sequence, which those munmaps keep busy; the per-context
- *            design (notifier=context) should not care.
+ *            per-round p99.  UNWATCH and WATCH wait for the mm's
+ *            invalidate sequence (interval notifiers), which those
+ *            munmaps keep busy.
  *  inval     munmap of a watched page vs an unwatched one, and how many
  *            loads after munmap returned it took to see the slot change
  *            (always 0: the callback ran before munmap returned; the
  *            battery asserts it).
  *
  * Output: "key value" lines on stdout and, when RC_RESULTS is set, in
- * $RC_RESULTS/bench_kmod-$RC_KERNEL[-$BENCH_TAG].txt.  A "# notifier NAME"
- * line says which design the loaded module runs.  Knobs: BENCH_ROUNDS (21
+ * $RC_RESULTS/bench_kmod-$RC_KERNEL[-$BENCH_TAG].txt.  Knobs: BENCH_ROUNDS (21
  * churn blocks per side), BENCH_CHURN (2000 iterations a block), BENCH_REPS
  * (5, for watch, inval and latency rounds), BENCH_WATCHES (10000),
  * BENCH_LAT (1000 WATCH+UNWATCH pairs per latency round), BENCH_LAT_PAGES
@@ -49,7 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rc_test.h"
+#include "kt_harness.h"
 #include "test_kmod_util.h"
 
 static long pg;
@@ -497,32 +495,16 @@ static void bench_latency(int reps, long n, long pages)
 	free(s);
 }
 
-/* The design the loaded module runs: notifier=interval|context. */
-static void report_notifier(void)
-{
-	char name[32] = "unknown";
-	FILE *f = fopen("/sys/module/regcache/parameters/notifier", "r");
-
-	if (f) {
-		if (fscanf(f, "%31s", name) != 1)
-			strcpy(name, "unknown");
-		fclose(f);
-	}
-	printf("# notifier %s\n", name);
-	if (out)
-		fprintf(out, "# notifier %s\n", name);
-}
-
 int main(void)
 {
 	/* out of range: the defaults below; not a number: an error */
-	int reps = (int)rc_env_long("BENCH_REPS", 5, INT_MIN, INT_MAX);
-	int rounds = (int)rc_env_long("BENCH_ROUNDS", 21, INT_MIN, INT_MAX);
-	long churn = rc_env_long("BENCH_CHURN", 2000, LONG_MIN, LONG_MAX);
-	long watches = rc_env_long("BENCH_WATCHES", 10000, LONG_MIN,
+	int reps = (int)kt_env_long("BENCH_REPS", 5, INT_MIN, INT_MAX);
+	int rounds = (int)kt_env_long("BENCH_ROUNDS", 21, INT_MIN, INT_MAX);
+	long churn = kt_env_long("BENCH_CHURN", 2000, LONG_MIN, LONG_MAX);
+	long watches = kt_env_long("BENCH_WATCHES", 10000, LONG_MIN,
 				   LONG_MAX);
-	long lat = rc_env_long("BENCH_LAT", 1000, LONG_MIN, LONG_MAX);
-	long lat_pages = rc_env_long("BENCH_LAT_PAGES", 1, LONG_MIN,
+	long lat = kt_env_long("BENCH_LAT", 1000, LONG_MIN, LONG_MAX);
+	long lat_pages = kt_env_long("BENCH_LAT_PAGES", 1, LONG_MIN,
 				     LONG_MAX);
 	const char *only = getenv("BENCH_ONLY");
 	const char *dir = getenv("RC_RESULTS");
@@ -550,7 +532,6 @@ int main(void)
 		rounds = 21;
 	if (lat < 10)
 		lat = 1000;
-	report_notifier();
 	if (!only || strcmp(only, "latency")) {
 		bench_churn(rounds, churn, watches);
 		bench_watch(reps, watches);

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
 # test_bench_options.sh: rdmaxfer-bench's --compare, --reps, --plot and
-# --thread-mode refuse every misuse before a device is opened or anything
+# --thread-mode, --directory, --publish and --name refuse every misuse
+# before a device is opened or anything
 # runs: exit status 2 and a message that names the problem (host test, no
 # RDMA device needed).  A missing perftest or gnuplot is simulated with an
 # empty PATH.
@@ -23,7 +24,7 @@ fi
 
 n=0
 fails=0
-echo "1..22"
+echo "1..27"
 
 ok()
 {
@@ -104,6 +105,17 @@ refused "--plot without gnuplot in PATH" \
 refused "--thread-mode: neither single nor multi" \
 	"invalid thread mode (single or multi) 'serial'" \
 	"$bench" --thread-mode serial write_bw 192.0.2.1
+# the directory: checked before etcd is asked (nothing listens on port 1)
+refused "--name without --directory" "need --directory" \
+	"$bench" --name srv write_bw
+refused "--name with SERVER" "in place of SERVER" \
+	"$bench" --directory http://127.0.0.1:1 --name srv write_bw 192.0.2.1
+refused "--publish with SERVER" "without SERVER" \
+	"$bench" --directory http://127.0.0.1:1 --publish srv write_bw 192.0.2.1
+refused "--directory without --publish or --name" "needs --publish" \
+	"$bench" --directory http://127.0.0.1:1 write_bw
+refused "--directory with reg" "client/server tests only" \
+	"$bench" --directory http://127.0.0.1:1 --publish srv reg
 
 refused "bench-compare.sh --rows: not a row of the table" \
 	"'read_bw:63' is not a row of the table" \

@@ -117,7 +117,7 @@ static int make_tree(void)
 	put("class/misc/regcache/foreign_mm", "1\n");
 	put("module/regcache/parameters/max_user_contexts", "128\n");
 	put("module/regcache/parameters/max_user_watches", "1048576\n");
-	put("module/regcache/parameters/notifier", "context\n");
+	put("module/regcache/parameters/max_user_bytes", "33554432\n");
 	/* 101 owns a context on fd 3 and has a pipe on fd 0 */
 	put("proc/101/fdinfo/0", "pos:\t0\nflags:\t02\nmnt_id:\t13\nino:\t55\n");
 	put("proc/101/fdinfo/3", "pos:\t0\nflags:\t02000002\nmnt_id:\t5\nino:\t9\n"
@@ -125,13 +125,17 @@ static int make_tree(void)
 	    "regcache-watches:\t4\nregcache-max-watches:\t65536\n"
 	    "regcache-declared-pinned-bytes:\t4096\nregcache-mm-pinned-bytes:\t8192\n"
 	    "regcache-events:\t2\nregcache-pending:\t0\nregcache-overflows:\t0\n"
-	    "regcache-ring-entries:\t1024\nregcache-strict:\t0\n");
+	    "regcache-ring-entries:\t1024\nregcache-strict:\t0\n"
+	    "regcache-bytes:\t622592\nregcache-user:\t1000\n"
+	    "regcache-user-bytes:\t1245184\nregcache-user-max-bytes:\t33554432\n");
 	put("proc/101/status", "Name:\tapp\nVmPin:\t       8 kB\n");
 	/* 202's context is also open in its child 303 (same id): listed once */
 	put("proc/202/fdinfo/5", "pos:\t0\nregcache-id:\t9\nregcache-pid:\t202\n"
 	    "regcache-comm:\tother\nregcache-watches:\t3\n"
 	    "regcache-declared-pinned-bytes:\t4096\nregcache-mm-pinned-bytes:\t0\n"
-	    "regcache-events:\t1\nregcache-overflows:\t0\n");
+	    "regcache-events:\t1\nregcache-overflows:\t0\n"
+	    "regcache-bytes:\t622592\nregcache-user:\t1000\n"
+	    "regcache-user-bytes:\t1245184\nregcache-user-max-bytes:\t33554432\n");
 	put("proc/303/fdinfo/5", "pos:\t0\nregcache-id:\t9\nregcache-pid:\t202\n"
 	    "regcache-comm:\tother\nregcache-watches:\t3\n");
 	/* "self" is not a pid directory */
@@ -187,7 +191,6 @@ static void test_status(void)
 	CU_ASSERT(strstr(out, "regcache.ko loaded") != NULL);
 	CU_ASSERT(strstr(out, "max_watches") != NULL);
 	CU_ASSERT(strstr(out, "strict             0") != NULL);
-	CU_ASSERT(strstr(out, "notifier           context") != NULL);
 	CU_ASSERT(strstr(out, "watches            7") != NULL);
 	CU_ASSERT(strstr(out, "other") != NULL);
 }
@@ -197,16 +200,19 @@ static void test_json(void)
 	CU_ASSERT(ctl("--json") == 0);
 	CU_ASSERT(strstr(out, "{\"loaded\": true, \"parameters\": {\"max_watches\": 65536, "
 			 "\"ring_entries\": 1024, \"max_pinned_bytes\": 0, \"strict\": 0, \"max_user_contexts\": 128, "
-			 "\"max_user_watches\": 1048576, \"notifier\": \"context\"}") == out);
+			 "\"max_user_watches\": 1048576, \"max_user_bytes\": 33554432}") == out);
 	CU_ASSERT(strstr(out, "\"pinned_bytes\": 8192") != NULL);
 	CU_ASSERT(strstr(out, "{\"pid\": 101, \"holder\": 101, \"fd\": 3, \"watches\": 4, "
 			 "\"declared_pinned_bytes\": 4096, \"mm_pinned_bytes\": 8192, "
 			 "\"vm_pin_bytes\": 8192, \"events\": 2, \"overflows\": 0, "
-			 "\"comm\": \"app\\\"one\"}") != NULL);
+			 "\"kernel_bytes\": 622592, \"comm\": \"app\\\"one\"}") != NULL);
+	/* one user, both contexts, the budget as fdinfo says it */
+	CU_ASSERT(strstr(out, "\"users\": [{\"uid\": 1000, \"kernel_bytes\": 1245184, "
+			 "\"max_kernel_bytes\": 33554432, \"contexts\": 2}]}\n") != NULL);
 	CU_ASSERT(ctl("--json params") == 0);
 	CU_ASSERT(strcmp(out, "{\"max_watches\": 65536, \"ring_entries\": 1024, "
 			 "\"max_pinned_bytes\": 0, \"strict\": 0, \"max_user_contexts\": 128, "
-			 "\"max_user_watches\": 1048576, \"notifier\": \"context\"}\n") == 0);
+			 "\"max_user_watches\": 1048576, \"max_user_bytes\": 33554432}\n") == 0);
 }
 
 static void test_contexts(void)
@@ -215,7 +221,9 @@ static void test_contexts(void)
 
 	CU_ASSERT(ctl("contexts") == 0);
 	CU_ASSERT(strstr(out, "     101      101      3        4           4096           8192"
-			 "           8192          2         0  app\"one") != NULL);
+			 "           8192          2         0       622592  app\"one") != NULL);
+	CU_ASSERT(strstr(out, "users:\n       uid   kernel_bytes      max_bytes contexts\n"
+			 "      1000        1245184       33554432        2\n") != NULL);
 	/* the shared context once, under its first holder; no VmPin: -1 */
 	a = strstr(out, "     202      202      5        3");
 	CU_ASSERT(a != NULL);

@@ -30,6 +30,7 @@
 
 #include <regcache.h>
 #include <rdmaxfer.h>
+#include <rdmaxfer_directory.h>
 
 static const char *prog = "rdmaxfer-info";
 static bool json;
@@ -661,27 +662,148 @@ static void show_paths(void)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: %s [-d DEVICE] [--json]\n"
+		"       %s --directory URL [--name NAME] [--json]\n"
 		"  -d, --device NAME   only this device\n"
+		"      --directory URL the agents an etcd directory lists, and\n"
+		"                      their exports (rdmaxfer_directory(3))\n"
+		"      --name NAME     only the agent published as NAME\n"
 		"  -j, --json          JSON output\n"
-		"  -h, --help\n", prog);
+		"  -h, --help\n", prog, prog);
+}
+
+/* ------------------------------------------------- --directory URL */
+
+static void show_agent(const char *name, uint64_t rev,
+		       const struct rdmaxfer_md *md)
+{
+	size_t i;
+
+	if (json) {
+		jopen(NULL, '{');
+		jstr("name", name);
+		jnum("revision", (long long)rev);
+		jnum("agent_id", (long long)md->agent_id);
+		jstr("agent_name", md->name);
+		jstr("device", md->device);
+		jnum("port", md->port);
+		jbool("listening", md->listening);
+		jstr("host", md->host);
+		jnum("listen_port", md->listen_port);
+		jnum("qps_per_peer", md->qps_per_peer);
+		jopen("exports", '[');
+		for (i = 0; i < md->ndescs; i++) {
+			jopen(NULL, '{');
+			jnum("addr", (long long)md->descs[i].addr);
+			jnum("len", (long long)md->descs[i].len);
+			jnum("rkey", md->descs[i].rkey);
+			jnum("kind", md->descs[i].kind);
+			jclose('}');
+		}
+		jclose(']');
+		jclose('}');
+		return;
+	}
+	printf("%-20s agent %016llx  %s port %u  %s:%u  %u QP(s)  %zu export(s)\n",
+	       name, (unsigned long long)md->agent_id, md->device, md->port,
+	       md->listening ? md->host : "-", md->listen_port,
+	       md->qps_per_peer, md->ndescs);
+	for (i = 0; i < md->ndescs; i++)
+		printf("  export 0x%016llx len %llu rkey 0x%x kind %u\n",
+		       (unsigned long long)md->descs[i].addr,
+		       (unsigned long long)md->descs[i].len,
+		       md->descs[i].rkey, md->descs[i].kind);
+}
+
+static int show_directory(const char *url, const char *name)
+{
+	struct rdmaxfer_directory_attr a;
+	struct rdmaxfer_directory_info info;
+	struct rdmaxfer_directory *dir;
+	struct rdmaxfer_dir_list *list = NULL;
+	struct rdmaxfer_md *md = NULL;
+	size_t i;
+	int ret;
+
+	rdmaxfer_directory_attr_init(&a);
+	a.endpoints = url;
+	a.retry_ms = 2000;
+	a.timeout_ms = 5000;
+	ret = rdmaxfer_directory_open(&a, &dir);
+	if (ret) {
+		if (ret == -EOPNOTSUPP)
+			fprintf(stderr, "%s: this librdmaxfer was built without etcd support (configure --with-etcd, libcurl and json-c): %s (%d)\n",
+				prog, strerror(-ret), ret);
+		else
+			fprintf(stderr, "%s: cannot reach the directory at %s: %s (%d)\n",
+				prog, url, strerror(-ret), ret);
+		return 1;
+	}
+	rdmaxfer_directory_query(dir, &info);
+	ret = name ? rdmaxfer_directory_lookup(dir, name, 0, &md) :
+		     rdmaxfer_directory_list(dir, &list);
+	if (ret) {
+		fprintf(stderr, "%s: %s%s in %s (namespace %s): %s (%d)\n", prog,
+			name ? "no valid agent " : "cannot list the agents",
+			name ? name : "", url, info.ns, strerror(-ret), ret);
+		rdmaxfer_directory_close(dir);
+		return 1;
+	}
+	if (json) {
+		jfirst = true;
+		putchar('{');
+		jstr("directory", url);
+		jstr("namespace", info.ns);
+		if (list) {
+			jnum("revision", (long long)list->revision);
+			jnum("rejected", (long long)list->rejected);
+		}
+		jopen("agents", '[');
+	} else if (list) {
+		printf("directory %s, namespace %s: %zu agent(s) at revision %llu, %llu entr%s rejected\n",
+		       url, info.ns, list->n,
+		       (unsigned long long)list->revision,
+		       (unsigned long long)list->rejected,
+		       list->rejected == 1 ? "y" : "ies");
+	}
+	if (md)
+		show_agent(name, 0, md);
+	for (i = 0; list && i < list->n; i++)
+		show_agent(list->agents[i].name, list->agents[i].revision,
+			   list->agents[i].md);
+	if (json) {
+		jclose(']');
+		printf("}\n");
+	}
+	rdmaxfer_md_free(md);
+	rdmaxfer_directory_list_free(list);
+	rdmaxfer_directory_close(dir);
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "device", required_argument, NULL, 'd' },
+		{ "directory", required_argument, NULL, 'D' },
+		{ "name", required_argument, NULL, 'N' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ibv_device **list;
-	const char *only = NULL;
+	const char *only = NULL, *directory = NULL, *name = NULL;
 	int n = 0, i, ch, shown = 0;
 
 	while ((ch = getopt_long(argc, argv, "d:jh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'd':
 			only = optarg;
+			break;
+		case 'D':
+			directory = optarg;
+			break;
+		case 'N':
+			name = optarg;
 			break;
 		case 'j':
 			json = true;
@@ -700,6 +822,12 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (name && !directory) {
+		fprintf(stderr, "%s: --name needs --directory URL\n", prog);
+		return 2;
+	}
+	if (directory)
+		return show_directory(directory, name);
 	list = ibv_get_device_list(&n);
 	if (!list)
 		n = 0;

@@ -36,7 +36,7 @@ static bool json;
 
 static const char *const params[] = {
 	"max_watches", "ring_entries", "max_pinned_bytes", "strict",
-	"max_user_contexts", "max_user_watches",
+	"max_user_contexts", "max_user_watches", "max_user_bytes",
 };
 static const char *const counters[] = {
 	"abi_version", "nr_contexts", "watches", "pinned_bytes", "events_total",
@@ -107,13 +107,6 @@ static int show_params(bool nested)
 		else
 			printf("  %-18s %s\n", params[i], normalise(v));
 	}
-	/* A word, not a number, set at load only; a module before it has none. */
-	if (!read_value("module/regcache/parameters", "notifier", v, sizeof(v))) {
-		if (json)
-			printf(", \"notifier\": \"%s\"", v);
-		else
-			printf("  %-18s %s\n", "notifier", v);
-	}
 	printf(json ? (nested ? "}" : "}\n") : "");
 	return 0;
 }
@@ -176,6 +169,8 @@ static void json_string(const char *s)
 /* One context as its fdinfo shows it (regcache(4) FILES). */
 struct ctx_info {
 	long long id, pid, watches, declared, mm_pinned, events, overflows;
+	long long kbytes;	/* kernel memory charged for it */
+	long long user, user_bytes, user_max;	/* its user's budget; -1 unknown */
 	long long vmpin;	/* VmPin of the owner, bytes; -1 unknown */
 	long holder, fd;	/* where it was found */
 	char comm[64];
@@ -201,6 +196,7 @@ static int ctx_parse(const char *path, struct ctx_info *ci)
 		return 0;	/* gone, or not ours to see */
 	memset(ci, 0, sizeof(*ci));
 	ci->vmpin = -1;
+	ci->user = ci->user_bytes = ci->user_max = -1;
 	strcpy(ci->comm, "?");
 	while (fgets(line, sizeof(line), f)) {
 		if (ctx_key(line, "id", &ci->id))
@@ -211,8 +207,12 @@ static int ctx_parse(const char *path, struct ctx_info *ci)
 			 !ctx_key(line, "watches", &ci->watches) &&
 			 !ctx_key(line, "declared-pinned-bytes", &ci->declared) &&
 			 !ctx_key(line, "mm-pinned-bytes", &ci->mm_pinned) &&
-			 !ctx_key(line, "events", &ci->events))
-			ctx_key(line, "overflows", &ci->overflows);
+			 !ctx_key(line, "events", &ci->events) &&
+			 !ctx_key(line, "overflows", &ci->overflows) &&
+			 !ctx_key(line, "bytes", &ci->kbytes) &&
+			 !ctx_key(line, "user", &ci->user) &&
+			 !ctx_key(line, "user-bytes", &ci->user_bytes))
+			ctx_key(line, "user-max-bytes", &ci->user_max);
 	}
 	fclose(f);
 	return found;
@@ -321,6 +321,43 @@ static int ctx_cmp(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/*
+ * The users the listed contexts are charged to, once each, with their
+ * budget as the newest fdinfo read showed it (regcache(4) LIMITS: a user
+ * in a user namespace is charged to the namespace's owner).
+ */
+static void show_users(const struct ctx_info *v, size_t n)
+{
+	size_t i, j, shown = 0;
+	long long count;
+
+	if (json)
+		printf(", \"users\": [");
+	else
+		printf("users:\n%10s %14s %14s %8s\n", "uid", "kernel_bytes", "max_bytes",
+		       "contexts");
+	for (i = 0; i < n; i++) {
+		if (v[i].user < 0)
+			continue;
+		for (j = 0; j < i && v[j].user != v[i].user; j++)
+			;
+		if (j < i)
+			continue;
+		for (count = 0, j = i; j < n; j++)
+			count += v[j].user == v[i].user;
+		if (json)
+			printf("%s{\"uid\": %lld, \"kernel_bytes\": %lld, \"max_kernel_bytes\": %lld, "
+			       "\"contexts\": %lld}", shown ? ", " : "", v[i].user, v[i].user_bytes,
+			       v[i].user_max, count);
+		else
+			printf("%10lld %14lld %14lld %8lld\n", v[i].user, v[i].user_bytes,
+			       v[i].user_max, count);
+		shown++;
+	}
+	if (json)
+		printf("]");
+}
+
 static int show_contexts(bool nested)
 {
 	struct ctx_info *v = NULL;
@@ -336,29 +373,32 @@ static int show_contexts(bool nested)
 	if (json)
 		printf("%s\"contexts\": [", nested ? ", " : "{");
 	else
-		printf("%8s %8s %6s %8s %14s %14s %14s %10s %9s  %s\n", "pid", "holder", "fd",
+		printf("%8s %8s %6s %8s %14s %14s %14s %10s %9s %12s  %s\n", "pid", "holder", "fd",
 		       "watches", "declared_pin", "mm_pinned", "vm_pin", "events",
-		       "overflows", "comm");
+		       "overflows", "kernel_bytes", "comm");
 	for (i = 0; i < n; i++) {
 		if (json) {
 			printf("%s{\"pid\": %lld, \"holder\": %ld, \"fd\": %ld, \"watches\": %lld, "
 			       "\"declared_pinned_bytes\": %lld, \"mm_pinned_bytes\": %lld, "
 			       "\"vm_pin_bytes\": %lld, \"events\": %lld, \"overflows\": %lld, "
-			       "\"comm\": ", i ? ", " : "", v[i].pid, v[i].holder, v[i].fd,
-			       v[i].watches, v[i].declared, v[i].mm_pinned, v[i].vmpin,
-			       v[i].events, v[i].overflows);
+			       "\"kernel_bytes\": %lld, \"comm\": ", i ? ", " : "", v[i].pid,
+			       v[i].holder, v[i].fd, v[i].watches, v[i].declared, v[i].mm_pinned,
+			       v[i].vmpin, v[i].events, v[i].overflows, v[i].kbytes);
 			json_string(v[i].comm);
 			printf("}");
 		} else {
-			printf("%8lld %8ld %6ld %8lld %14lld %14lld %14lld %10lld %9lld  %s\n",
+			printf("%8lld %8ld %6ld %8lld %14lld %14lld %14lld %10lld %9lld %12lld  %s\n",
 			       v[i].pid, v[i].holder, v[i].fd, v[i].watches, v[i].declared,
 			       v[i].mm_pinned, v[i].vmpin, v[i].events, v[i].overflows,
-			       v[i].comm);
+			       v[i].kbytes, v[i].comm);
 		}
 	}
+	if (json)
+		printf("]");
+	show_users(v, n);
 	free(v);
 	if (json)
-		printf(nested ? "]" : "]}\n");
+		printf(nested ? "" : "}\n");
 	return 0;
 }
 
@@ -411,7 +451,8 @@ static int set_param(const char *assignment)
 		known |= !strcmp(name, params[i]);
 	if (!known) {
 		fprintf(stderr, "regcachectl: set: unknown parameter '%s' (known: max_watches, "
-			"ring_entries, max_pinned_bytes, strict)\n", name);
+			"ring_entries, max_pinned_bytes, strict, max_user_contexts, "
+			"max_user_watches, max_user_bytes)\n", name);
 		return EXIT_USAGE;
 	}
 	snprintf(path, sizeof(path), "%s/module/regcache/parameters/%s", sysfs, name);

@@ -67,14 +67,13 @@ int rx_check_remote(const struct rdmaxfer_peer *peer, uint64_t addr,
 	return 0;
 }
 
-/* Replace the list (n 0: clear it); takes the lock to swap it in.
- * Descriptors are validated as prepare validates remote ones. */
-int rx_set_exports(struct rdmaxfer_peer *peer,
-		   const struct rdmaxfer_desc *descs, size_t n)
+/* The sorted list of descs[0..n-1] and its running maxima, validated as
+ * prepare validates remote ones (n 0: the empty list). */
+int rx_exports_build(const struct rdmaxfer_desc *descs, size_t n,
+			 struct rx_exports *x)
 {
 	struct rdmaxfer_desc *d = NULL;
 	uint64_t *maxend = NULL;
-	struct rx_exports old;
 	size_t i;
 
 	for (i = 0; i < n; i++) {
@@ -103,11 +102,25 @@ int rx_set_exports(struct rdmaxfer_peer *peer,
 			maxend[i] = end;
 		}
 	}
+	x->descs = d;
+	x->maxend = maxend;
+	x->n = n;
+	return 0;
+}
+
+/* Replace the list (n 0: clear it); takes the lock to swap it in. */
+int rx_set_exports(struct rdmaxfer_peer *peer,
+		   const struct rdmaxfer_desc *descs, size_t n)
+{
+	struct rx_exports x, old;
+	int ret;
+
+	ret = rx_exports_build(descs, n, &x);
+	if (ret)
+		return ret;
 	pthread_mutex_lock(&peer->agent->lock);
 	old = peer->exports;
-	peer->exports.descs = d;
-	peer->exports.maxend = maxend;
-	peer->exports.n = n;
+	peer->exports = x;
 	pthread_mutex_unlock(&peer->agent->lock);
 	free(old.descs);
 	free(old.maxend);

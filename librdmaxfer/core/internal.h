@@ -688,6 +688,8 @@ void rx_notif_slots_free(struct rdmaxfer_peer *peer);
 /* exports.c */
 int rx_check_remote(const struct rdmaxfer_peer *peer, uint64_t addr,
 		    uint64_t len, uint32_t rkey);	/* lock held */
+int rx_exports_build(const struct rdmaxfer_desc *descs, size_t n,
+		     struct rx_exports *x);
 int rx_set_exports(struct rdmaxfer_peer *peer,
 		   const struct rdmaxfer_desc *descs, size_t n);
 void rx_exports_free(struct rdmaxfer_peer *peer);

@@ -4,7 +4,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,19 +20,6 @@ static char rc_skip_reason[256];
 static int rc_skipping;
 static struct timespec rc_t0;
 
-void rc_skip_all(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("1..0 # SKIP ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	exit(RC_EXIT_SKIP);
-}
-
 void rc_skip(const char *fmt, ...)
 {
 	va_list ap;
@@ -42,37 +28,6 @@ void rc_skip(const char *fmt, ...)
 	vsnprintf(rc_skip_reason, sizeof(rc_skip_reason), fmt, ap);
 	va_end(ap);
 	rc_skipping = 1;
-}
-
-void rc_diag(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("# ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-long rc_env_long(const char *name, long def, long min, long max)
-{
-	const char *v = getenv(name);
-	char *end;
-	long n;
-
-	if (!v || !*v)
-		return def;
-	errno = 0;
-	n = strtol(v, &end, 0);
-	if (errno || *end || n < min || n > max) {
-		printf("Bail out! %s=%s: not a whole number from %ld to %ld\n",
-		       name, v, min, max);
-		fflush(stdout);
-		exit(RC_EXIT_ERROR);
-	}
-	return n;
 }
 
 /* The whole file in a buffer of exactly its length, or NULL. */
@@ -203,23 +158,6 @@ void rc_add_suite(const char *name, CU_InitializeFunc init,
 			exit(RC_EXIT_ERROR);
 }
 
-static int rc_selected(const char *suite, const char *test, int argc, char **argv)
-{
-	size_t sl = strlen(suite);
-	int i;
-
-	if (argc <= 1)
-		return 1;
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], suite))
-			return 1;
-		if (!strncmp(argv[i], suite, sl) && argv[i][sl] == '/' &&
-		    !strcmp(argv[i] + sl + 1, test))
-			return 1;
-	}
-	return 0;
-}
-
 int rc_test_main(int argc, char **argv)
 {
 	CU_pTestRegistry reg;
@@ -234,7 +172,7 @@ int rc_test_main(int argc, char **argv)
 	reg = CU_get_registry();
 	for (s = reg->pSuite; s; s = s->pNext)
 		for (t = s->pTest; t; t = t->pNext) {
-			t->fActive = rc_selected(s->pName, t->pName, argc, argv);
+			t->fActive = kt_selected(s->pName, t->pName, argc, argv);
 			planned += t->fActive ? 1 : 0;
 		}
 	printf("1..%u\n", planned);

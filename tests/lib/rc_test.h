@@ -18,8 +18,17 @@
 #define RC_EXIT_SKIP	77
 #define RC_EXIT_ERROR	99
 
-/* Skip the whole program: prints "1..0 # SKIP reason" and exits 77. */
-void rc_skip_all(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/*
+ * Skip the whole program ("1..0 # SKIP reason", exit 77), a TAP
+ * diagnostic line, a size knob from the environment: the libc-only
+ * versions of the module's selftest harness (tests/kmod/kt_harness.c,
+ * linked into librctest too), so that both kinds of program say these
+ * things the same way.
+ */
+#include "../kmod/kt_harness.h"
+#define rc_skip_all	kt_skip_all
+#define rc_diag		kt_diag
+#define rc_env_long	kt_env_long
 
 /* Mark the running test as skipped (call, then return from the test). */
 void rc_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -41,17 +50,6 @@ static inline int rc_skip_fork_under_tsan(void)
 #endif
 }
 
-/* Print a TAP diagnostic line ("# ..."). */
-void rc_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/*
- * A test's size knob from the environment (REGCACHE_STRESS_ITERS,
- * KMOD_INVAL_ROUNDS, ...): def when name is unset or empty, else its
- * value (decimal, or 0x hex), which must be a whole number from min to
- * max.  Anything else ends the program with 99 and says why: a typo must
- * not run a test of 0 iterations that passes.
- */
-long rc_env_long(const char *name, long def, long min, long max);
 
 /*
  * Replay a fuzzing corpus: fn(user, name, path, data, len) for each file

@@ -3,8 +3,10 @@
 # kmod-lib.sh: what the two halves of the module's suite share
 # (suites/kmod.sh and suites/kmod2.sh; sourced after guest-lib.sh).
 # Knobs on the kernel command line (VM_APPEND): kmod.stress=SECONDS (30),
-# kmod.fuzz=ITERATIONS (100000), kmod.inval_rounds=N (2000; 200 on the
-# debug kernel).
+# kmod.fuzz=ITERATIONS (100000), kmod.race=SECONDS (5, the threaded
+# fuzzer), kmod.race_rounds=N (1000 contexts for its mmap/CONFIGURE race;
+# 300 on the debug kernel), kmod.inval_rounds=N (2000; 200 on the debug
+# kernel).
 
 # The variables are set for the suites that source this file:
 # shellcheck disable=SC2034
@@ -19,16 +21,19 @@ knob()
 }
 STRESS_S=$(knob stress 30)
 FUZZ_N=$(knob fuzz 100000)
+RACE_S=$(knob race 5)
 # test_kmod_inval's visible_on_munmap_return rounds: 2000, and 200 on the
 # debug kernel, where the 2000 took 70 s of each of its three runs (a
 # round is a few system calls, each slowed by KASAN and lockdep; what
 # they would catch there shows in the first rounds)
 if [ "$RC_KERNEL" = debug ]; then
 	KMOD_INVAL_ROUNDS=$(knob inval_rounds 200)
+	KMOD_RACE_ROUNDS=$(knob race_rounds 300)
 else
 	KMOD_INVAL_ROUNDS=$(knob inval_rounds 2000)
+	KMOD_RACE_ROUNDS=$(knob race_rounds 1000)
 fi
-export KMOD_INVAL_ROUNDS
+export KMOD_INVAL_ROUNDS KMOD_RACE_ROUNDS
 
 load()
 {

@@ -20,6 +20,7 @@
 #include <infiniband/verbs.h>
 
 #include <rdmaxfer.h>
+#include <rdmaxfer_directory.h>
 #include <regcache.h>
 
 #include "bench_compare.h"
@@ -137,6 +138,11 @@ struct opts {
 	 * single (no lock on post and test), as ucx_perftest's default
 	 * UCS_THREAD_MODE_SINGLE; multi measures the locked agent */
 	bool single;
+	/* the etcd directory: --directory URL, the server --publish NAME,
+	 * the client --name NAME in place of SERVER */
+	const char *directory;
+	const char *publish;
+	const char *name;
 };
 
 static inline bool is_lat(enum test t)
@@ -205,6 +211,8 @@ int send_ctl(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *peer,
 	     enum ctl type, const void *msg, size_t len);
 int recv_ctl(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *peer,
 	     enum ctl type, void *msg, size_t len, int timeout_ms);
+extern struct rdmaxfer_directory *bench_dir;	/* --directory */
+void dir_done(void);
 int connect_retry(struct rdmaxfer_agent *agent,
 		  struct rdmaxfer_peer **peerp);
 size_t plan_sizes(uint64_t *sizes, size_t max);

@@ -238,6 +238,7 @@ out_mem:
 out_buf:
 	munmap(c.buf, c.buf_len);
 out_agent:
+	dir_done();
 	rdmaxfer_agent_destroy(c.agent);
 	return ret;
 }

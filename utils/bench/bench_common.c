@@ -40,6 +40,7 @@ struct opts o = {
 };
 
 const char *prog = "rdmaxfer-bench";
+struct rdmaxfer_directory *bench_dir;	/* --directory */
 
 static bool rows_started;
 
@@ -398,6 +399,10 @@ int connect_retry(struct rdmaxfer_agent *agent,
 	int64_t deadline = now_ns() + (int64_t)o.timeout_ms * 1000000;
 	int ret;
 
+	/* by name: the directory waits for the name up to the timeout */
+	if (o.name)
+		return rdmaxfer_connect_name(bench_dir, agent, o.name,
+					     o.timeout_ms, peerp);
 	/* a server that is still starting refuses: retry until the timeout */
 	for (;;) {
 		ret = rdmaxfer_connect(agent, o.server, o.port, o.timeout_ms,
@@ -406,6 +411,14 @@ int connect_retry(struct rdmaxfer_agent *agent,
 			return ret;
 		usleep(100000);
 	}
+}
+
+/* The directory is closed before the agent it published or connected
+ * goes (rdmaxfer_directory_close(3)). */
+void dir_done(void)
+{
+	rdmaxfer_directory_close(bench_dir);
+	bench_dir = NULL;
 }
 
 size_t plan_sizes(uint64_t *sizes, size_t max)

@@ -49,6 +49,11 @@ void usage(FILE *f)
 "      --chunks K         nixl: chunks (default 128)\n"
 "      --cache on|off|both  nixl: registration cache (default both)\n"
 "      --timeout MS       connect timeout (default 5000)\n"
+"      --directory URL    the etcd directory (rdmaxfer_directory(3)): URL[,URL]\n"
+"      --publish NAME     server: publish itself in it as NAME\n"
+"      --name NAME        client: the server published as NAME, in place of\n"
+"                         SERVER (write_bw read_bw write_lat read_lat\n"
+"                         fadd_lat cswap_lat nixl)\n"
 "  -D, --duration SEC     server: give up if no client comes within SEC\n"
 "      --validate         check the data pattern at the end\n"
 "      --warmup           bw tests: one untimed window first\n"
@@ -134,7 +139,7 @@ int check_compare_plot(bool reps_set)
 enum { OPT_TOTAL = 256, OPT_CHUNKS, OPT_CACHE, OPT_JSON, OPT_CSV,
 	OPT_VALIDATE, OPT_TIMEOUT, OPT_SIGNAL, OPT_WARMUP, OPT_BATCH,
 	OPT_COMPARE, OPT_REPS, OPT_PLOT, OPT_TARGET, OPT_REMOTE,
-	OPT_FLOOR, OPT_THREAD_MODE };
+	OPT_FLOOR, OPT_THREAD_MODE, OPT_DIRECTORY, OPT_PUBLISH, OPT_NAME };
 
 static const struct option longopts[] = {
 	{ "size", required_argument, NULL, 's' },
@@ -167,6 +172,9 @@ static const struct option longopts[] = {
 	{ "remote", no_argument, NULL, OPT_REMOTE },
 	{ "floor", no_argument, NULL, OPT_FLOOR },
 	{ "thread-mode", required_argument, NULL, OPT_THREAD_MODE },
+	{ "directory", required_argument, NULL, OPT_DIRECTORY },
+	{ "publish", required_argument, NULL, OPT_PUBLISH },
+	{ "name", required_argument, NULL, OPT_NAME },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -346,6 +354,15 @@ static int long_opt(int ch, bool *reps_set)
 			return bad_opt("thread mode (single or multi)",
 				       optarg);
 		break;
+	case OPT_DIRECTORY:
+		o.directory = optarg;
+		break;
+	case OPT_PUBLISH:
+		o.publish = optarg;
+		break;
+	case OPT_NAME:
+		o.name = optarg;
+		break;
 	}
 	return -1;
 }
@@ -363,6 +380,58 @@ int parse_opts(int argc, char **argv, bool *size_set, bool *reps_set)
 			return ret;
 	}
 	return -1;
+}
+
+/*
+ * --directory, --publish, --name: misuse refused before anything runs;
+ * the directory opened (etcd reached, or a clear error).  A client by
+ * name runs as a client with SERVER the name (in its messages).
+ */
+static int open_directory(void)
+{
+	struct rdmaxfer_directory_attr a;
+	int ret;
+
+	if ((o.publish || o.name) && !o.directory) {
+		fprintf(stderr, "%s: --publish and --name need --directory URL\n",
+			prog);
+		return 2;
+	}
+	if (!o.directory)
+		return 0;
+	if ((o.name && (o.server || o.publish)) || (o.publish && o.server)) {
+		fprintf(stderr, "%s: --name (client) is in place of SERVER, --publish is for the server: one of them, without SERVER\n",
+			prog);
+		return 2;
+	}
+	if (!o.name && !o.publish) {
+		fprintf(stderr, "%s: --directory needs --publish NAME (server) or --name NAME (client)\n",
+			prog);
+		return 2;
+	}
+	if ((o.name || o.publish) &&
+	    (o.compare || o.test == T_REG || o.test == T_REG_ACCESS ||
+	     o.test == T_FILE || o.test == T_RING || o.test == T_DM_ATOMIC)) {
+		fprintf(stderr, "%s: --directory applies to the client/server tests only (not %s%s)\n",
+			prog, test_names[o.test], o.compare ? ", --compare" : "");
+		return 2;
+	}
+	rdmaxfer_directory_attr_init(&a);
+	a.endpoints = o.directory;
+	a.timeout_ms = o.timeout_ms;
+	ret = rdmaxfer_directory_open(&a, &bench_dir);
+	if (ret) {
+		if (ret == -EOPNOTSUPP)
+			fprintf(stderr, "%s: this librdmaxfer was built without etcd support (configure --with-etcd, libcurl and json-c): %s (%d)\n",
+				prog, strerror(-ret), ret);
+		else
+			fprintf(stderr, "%s: cannot reach the directory at %s: %s (%d)\n",
+				prog, o.directory, strerror(-ret), ret);
+		return 1;
+	}
+	if (o.name)
+		o.server = o.name;
+	return 0;
 }
 
 /*
@@ -420,5 +489,7 @@ int check_opts(int argc, char **argv, bool size_set, bool reps_set)
 		return bad_opt("--total/--chunks (chunks larger than 0 B)",
 			       "");
 	ret = check_compare_plot(reps_set);
+	if (!ret)
+		ret = open_directory();
 	return ret ? ret : -1;
 }

@@ -124,9 +124,17 @@ int run_server(void)
 		err_msg(what, ret);
 		goto out_agent;
 	}
+	if (o.publish) {
+		ret = rdmaxfer_directory_publish(bench_dir, agent, o.publish);
+		if (ret) {
+			err_msg("cannot publish the server in the directory", ret);
+			goto out_agent;
+		}
+	}
 	if (!o.json)
-		fprintf(stderr, "# %s: waiting for a client on port %u\n",
-			prog, o.port);
+		fprintf(stderr, "# %s: waiting for a client on port %u%s%s\n",
+			prog, o.port, o.publish ? ", published as " : "",
+			o.publish ? o.publish : "");
 	ret = rdmaxfer_accept(agent, o.duration > 0 ?
 			      (int)(o.duration * 1000) : -1, &peer);
 	if (ret) {
@@ -184,6 +192,7 @@ out_mem:
 out_peer:
 	rdmaxfer_peer_destroy(peer);
 out_agent:
+	dir_done();
 	rdmaxfer_agent_destroy(agent);
 	return ret;
 }

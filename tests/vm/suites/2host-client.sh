@@ -70,3 +70,14 @@ echo "perftest ib_write_bw 65536 B between two guests ($RC_KERNEL): ${ib:-not me
 # waits (bounded) for guest A's target, started after the servers above
 rc_run "rdmaxfer 2host ring" timeout 300 env REGCACHE_MONITOR=uffd "$prog" --ring
 # ---- end of grain ring
+
+# ---- the etcd directory (issue 38): guest A runs etcd on its link
+# address; this guest's agent and guest A's find each other by name
+if command -v etcd >/dev/null 2>&1; then
+	rc_run "rdmaxfer 2host directory" timeout 600 env REGCACHE_MONITOR=uffd \
+		"$RC_BUILDDIR/tests/test_rdmaxfer_dir2host" \
+		"http://$RC_PEER_ADDR:$((RC_2HOST_PORT + 20))"
+else
+	rc_skip "rdmaxfer 2host directory" "no etcd (apt-get install etcd-server on the host)"
+fi
+# ---- end of the etcd directory

@@ -43,3 +43,27 @@ rc_check "rdmaxfer ring target (per-grain and per-sample checks)" \
 	timeout 300 env REGCACHE_MONITOR=uffd "$prog" --ring-server "$RXE_ADDR" \
 	$((RC_2HOST_PORT + 9))
 # ---- end of grain ring
+
+# ---- the etcd directory (issue 38): etcd in this guest, on the link's
+# address; this guest's agent and the client's find each other by name
+if command -v etcd >/dev/null 2>&1; then
+	edir=$(mktemp -d /tmp/etcd.XXXXXX)
+	eurl=http://$RXE_ADDR:$((RC_2HOST_PORT + 20))
+	timeout 700 etcd --name=a --data-dir "$edir/data" \
+		--listen-client-urls "$eurl" --advertise-client-urls "$eurl" \
+		--listen-peer-urls http://127.0.0.1:$((RC_2HOST_PORT + 21)) \
+		--initial-advertise-peer-urls http://127.0.0.1:$((RC_2HOST_PORT + 21)) \
+		--initial-cluster a=http://127.0.0.1:$((RC_2HOST_PORT + 21)) \
+		--log-level=warn --logger=zap >"$edir/log" 2>&1 &
+	etcd_pid=$!
+	rc_check "rdmaxfer directory: guest A's agent finds guest B's by name" \
+		timeout 600 env REGCACHE_MONITOR=uffd \
+		"$RC_BUILDDIR/tests/test_rdmaxfer_dir2host" --a "$eurl" ||
+		tail -n 20 "$edir/log"
+	kill $etcd_pid 2>/dev/null
+	wait $etcd_pid 2>/dev/null
+	rm -rf "$edir"
+else
+	rc_skip "rdmaxfer directory: guest A" "no etcd (apt-get install etcd-server on the host)"
+fi
+# ---- end of the etcd directory

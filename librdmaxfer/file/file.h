@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "core/core.h"
 
 /* $RDMAXFER_FILE_INJECT's points (file.c, rdmaxfer_file(3)) */
 enum file_inject_point {

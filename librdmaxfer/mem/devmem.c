@@ -51,7 +51,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "core/core.h"
+#include "devmem.h"
 #include "devmem_prm.h"
 
 #ifdef HAVE_MLX5DV

@@ -58,7 +58,7 @@
 
 #include <linux/dma-buf.h>
 
-#include "internal.h"
+#include "core/core.h"
 
 #ifndef DMA_BUF_MAGIC
 #define DMA_BUF_MAGIC		0x444d4142	/* "DMAB" */

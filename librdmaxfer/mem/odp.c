@@ -55,7 +55,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "core/core.h"
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ	22

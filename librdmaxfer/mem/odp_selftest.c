@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "core/core.h"
 
 #define ST_LEN		2048	/* two packets at MTU 1024 */
 

@@ -7,7 +7,7 @@
 #ifndef RX_RING_H
 #define RX_RING_H
 
-#include "internal.h"
+#include "core/core.h"
 
 #define CREDIT_LEN		8
 

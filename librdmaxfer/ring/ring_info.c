@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "core/core.h"
 
 #define RING_HDR_LEN	24
 #define RING_HDR2_LEN	32

@@ -372,7 +372,7 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 	ret = regcache_create(&cattr, &agent->cache);
 	if (ret)
 		goto free_queues;
-	ret = rx_odp_init(agent);
+	ret = rx_exts_init(agent);
 	if (ret)
 		goto destroy_cache;
 	agent_info_fill(agent);
@@ -400,7 +400,7 @@ unregister:
 close_wake:
 	close(agent->wake_fd);
 destroy_cache:
-	rx_odp_fini(agent);
+	rx_exts_fini(agent);
 	regcache_destroy(agent->cache);
 free_queues:
 	agent_queues_free(agent);
@@ -460,8 +460,7 @@ void rdmaxfer_agent_destroy(struct rdmaxfer_agent *agent)
 	rx_mem_free_spares(agent);
 	close(agent->wake_fd);
 
-	rx_odp_fini(agent);
-	rx_devmem_fini(agent);
+	rx_exts_fini(agent);
 	regcache_destroy(agent->cache);
 	ibv_dereg_mr(agent->recv_mr);
 	free(agent->recv_buf);

@@ -26,14 +26,13 @@
 
 #include "rdmaxfer.h"
 #include "wire.h"
-/* struct rdmaxfer_agent embeds ODP's per-agent state until it is the
- * extension's own (core/ext.c) */
-#include "mem/odp.h"
 
 struct rx_dmabuf;
 struct rx_devmem;
-struct rx_devmem_agent;
 struct rx_file_req;
+struct rx_ext;
+
+#define RX_EXT_MAX	8	/* extensions a build may register */
 
 #define RX_EXPORT	__attribute__((visibility("default")))
 
@@ -340,12 +339,14 @@ struct rdmaxfer_agent {
 	uint8_t listen_addr[16];
 
 	struct regcache *cache;
-	struct rx_odp odp;		/* odp.c */
-	/* dmabuf.c: does the device take dma-buf MRs?  0 not probed yet,
-	 * 1 yes, else the probe's -errno (guarded by lock) */
-	int dmabuf_dev;
-	/* devmem.c: device memory, probed on first use (guarded by lock) */
-	struct rx_devmem_agent *devmem;
+	/* ext.c: the registered extensions, each with its state on this
+	 * agent (rx_agent_ext()); ext[0..n_ext_init - 1] were initialised */
+	struct {
+		const struct rx_ext *ext;
+		void *state;
+	} ext[RX_EXT_MAX];
+	unsigned int n_ext;
+	unsigned int n_ext_init;
 
 	uint8_t *recv_buf;
 	struct ibv_mr *recv_mr;
@@ -442,6 +443,45 @@ struct rx_dep {
 	void (*gone)(struct rx_dep *dep);
 };
 
+/*
+ * An extension of the core (mem/, ring/, file/): its per-agent state and
+ * the hooks the core calls.  Registered at link time: RX_EXT_REGISTER puts
+ * a pointer to the table in the section rx_ext, which the linker gathers
+ * between __start_rx_ext and __stop_rx_ext in link order (the order of
+ * librdmaxfer_la_SOURCES).  The core walks the section (core/ext.c) and
+ * names no extension.  A static archive would drop the objects nothing
+ * references, so the library is shared only (LT_INIT disable-static).
+ */
+struct rx_ext {
+	const char *name;
+	size_t state_size;		/* per agent, zeroed, freed by the core */
+	/* rdmaxfer_agent_create(), after the registration cache, in
+	 * registry order; -errno fails the create */
+	int (*init)(struct rdmaxfer_agent *agent, void *state);
+	/* rdmaxfer_agent_destroy() (after peers, requests, deps and
+	 * handles, before the cache), or a create that failed after init:
+	 * reverse order, only where init ran */
+	void (*fini)(struct rdmaxfer_agent *agent, void *state);
+};
+
+#define RX_EXT_REGISTER(ext)						\
+	static const struct rx_ext *const rx_ext_entry_##ext		\
+	__attribute__((used, section("rx_ext"),			\
+		       aligned(sizeof(void *)))) = &(ext)
+
+/* The state of ext on agent; NULL when ext is not registered there (inline:
+ * the host tests that build one extension's file link no core/ext.c). */
+static inline void *rx_agent_ext(const struct rdmaxfer_agent *agent,
+				 const struct rx_ext *ext)
+{
+	unsigned int i;
+
+	for (i = 0; i < agent->n_ext; i++)
+		if (agent->ext[i].ext == ext)
+			return agent->ext[i].state;
+	return NULL;
+}
+
 /* agent.c */
 void rx_dep_add(struct rdmaxfer_agent *agent, struct rx_dep *dep,
 		void (*gone)(struct rx_dep *dep));
@@ -537,7 +577,14 @@ void rx_dmabuf_release(struct rdmaxfer_mem *mem);
 void rx_devmem_release(struct rdmaxfer_mem *mem);
 int rx_devmem_mem_desc(const struct rdmaxfer_mem *mem, size_t offset,
 		       size_t len, struct rdmaxfer_desc *desc);
-void rx_devmem_fini(struct rdmaxfer_agent *agent);
+/*
+ * odp.c: the cache an RDMAXFER_MEM_ODP registration with 'access'
+ * (RDMAXFER_ACCESS_*) goes through: the ODP cache, or the pinned one when
+ * the policy or the device rules ODP out for an operation it needs
+ * (auto, off); -EOPNOTSUPP under policy on.
+ */
+int rx_odp_pick_cache(struct rdmaxfer_agent *agent, uint32_t access,
+		      struct regcache **cachep);
 
 /*
  * ring_recv.c, for notif.c (agent lock held): an immediate or a

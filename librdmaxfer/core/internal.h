@@ -81,6 +81,12 @@ struct rx_term {
 void rx_dep_del(struct rdmaxfer_agent *agent, struct rx_dep *dep);
 void rx_deps_gone(struct rdmaxfer_agent *agent);
 
+/* ext.c: every registered extension's state allocated and its init run,
+ * in registry order (0, or -errno with nothing left); the fini of those
+ * whose init ran, in reverse, and the states freed (idempotent) */
+int rx_exts_init(struct rdmaxfer_agent *agent);
+void rx_exts_fini(struct rdmaxfer_agent *agent);
+
 /* device.c */
 int rx_pick_gid(struct rdmaxfer_agent *agent);
 int rx_open_device(struct rdmaxfer_agent *agent, const char *want);

@@ -74,6 +74,19 @@ struct rx_devmem_agent {
 	int devx_err;			/* why devx is NULL (0: untried) */
 };
 
+/* device memory's state on an agent: probed on first use (guarded by
+ * lock), freed by devmem_fini() */
+struct rx_devmem_state {
+	struct rx_devmem_agent *da;
+};
+
+static const struct rx_ext rx_ext_devmem;
+
+static inline struct rx_devmem_state *dm_state(struct rdmaxfer_agent *agent)
+{
+	return rx_agent_ext(agent, &rx_ext_devmem);
+}
+
 struct rx_devmem {
 	struct rx_dm_region r;		/* device paths */
 	uint8_t *host;			/* PATH_HOST: the words */
@@ -155,10 +168,10 @@ static int op_create_ksm(void *ctx, const void *in, size_t inlen, void **obj,
 	uint32_t syndrome = 0;
 	int ret;
 
-	if (!agent->devmem->devx)
+	if (!dm_state(agent)->da->devx)
 		return -EOPNOTSUPP;
 	errno = 0;
-	o = mlx5dv_devx_obj_create(agent->devmem->devx, in, inlen, out,
+	o = mlx5dv_devx_obj_create(dm_state(agent)->da->devx, in, inlen, out,
 				   sizeof(out));
 	if (!o) {
 		ret = errno_or(-EIO);
@@ -275,7 +288,7 @@ static void open_devx(struct rdmaxfer_agent *agent, struct rx_devmem_agent *da)
  * updated, else -errno. */
 static int dm_check(struct rdmaxfer_agent *agent, uint32_t path)
 {
-	struct rx_devmem_agent *da = agent->devmem;
+	struct rx_devmem_agent *da = dm_state(agent)->da;
 	uint64_t init[2] = { 0, 5 }, got = 0, *res = NULL;
 	struct ibv_qp_init_attr qa;
 	struct ibv_send_wr wr;
@@ -356,7 +369,7 @@ out:
 
 static void caps_msg(struct rdmaxfer_agent *agent)
 {
-	struct rx_devmem_agent *da = agent->devmem;
+	struct rx_devmem_agent *da = dm_state(agent)->da;
 	struct rdmaxfer_devmem_caps *c = &da->caps;
 	char why[RDMAXFER_DM_MSG_MAX];
 	uint32_t best = rx_dm_best_path(&da->hw, why, sizeof(why));
@@ -392,7 +405,7 @@ static int probe(struct rdmaxfer_agent *agent, struct rx_devmem_agent **dap)
 	uint32_t p;
 
 	pthread_mutex_lock(&agent->lock);
-	if (agent->devmem)
+	if (dm_state(agent)->da)
 		goto done;
 	da = calloc(1, sizeof(*da));
 	if (!da) {
@@ -408,7 +421,7 @@ static int probe(struct rdmaxfer_agent *agent, struct rx_devmem_agent **dap)
 #if HAVE_DECL_IBV_DM_EXPORT_DMABUF_FD
 	da->hw.dmabuf_export = true;
 #endif
-	agent->devmem = da;
+	dm_state(agent)->da = da;
 #ifdef HAVE_MLX5DV
 	da->hw.mlx5 = mlx5dv_is_supported(agent->ctx->device);
 	if (da->hw.max_dm_size && da->hw.mlx5)
@@ -425,22 +438,31 @@ static int probe(struct rdmaxfer_agent *agent, struct rx_devmem_agent **dap)
 	}
 	caps_msg(agent);
 done:
-	*dap = agent->devmem;
+	*dap = dm_state(agent)->da;
 	pthread_mutex_unlock(&agent->lock);
 	return 0;
 }
 
-void rx_devmem_fini(struct rdmaxfer_agent *agent)
+/* the agent's DEVX context and probe, at agent destroy */
+static void devmem_fini(struct rdmaxfer_agent *agent, void *state)
 {
-	struct rx_devmem_agent *da = agent->devmem;
+	struct rx_devmem_state *st = state;
+	struct rx_devmem_agent *da = st->da;
 
 	if (!da)
 		return;
 	if (da->devx)
 		ibv_close_device(da->devx);
 	free(da);
-	agent->devmem = NULL;
+	st->da = NULL;
 }
+
+static const struct rx_ext rx_ext_devmem = {
+	.name = "devmem",
+	.state_size = sizeof(struct rx_devmem_state),
+	.fini = devmem_fini,
+};
+RX_EXT_REGISTER(rx_ext_devmem);
 
 RX_EXPORT
 int rdmaxfer_agent_devmem_caps(struct rdmaxfer_agent *agent,
@@ -502,7 +524,7 @@ static int alloc_dev(struct rdmaxfer_agent *agent, uint32_t path, size_t len,
 	if (!mem)
 		return -ENOMEM;
 	agent_ops(agent, &ops);
-	ret = rx_dm_build(&ops, path, len, agent->devmem->pdn, page_size(),
+	ret = rx_dm_build(&ops, path, len, dm_state(agent)->da->pdn, page_size(),
 			  &d->r);
 	for (off = 0; !ret && off < len; off += ZERO_CHUNK)
 		ret = -ibv_memcpy_to_dm(d->r.dm, off, zero,

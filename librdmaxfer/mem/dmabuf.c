@@ -106,15 +106,30 @@ static bool refusal(int err)
 	       err == -EPROTONOSUPPORT;
 }
 
+/* dma-buf's state on an agent */
+struct rx_dmabuf_agent {
+	/* does the device take dma-buf MRs?  0 not probed yet, 1 yes, else
+	 * the probe's -errno (guarded by lock) */
+	int dev;
+};
+
+static const struct rx_ext rx_ext_dmabuf = {
+	.name = "dmabuf",
+	.state_size = sizeof(struct rx_dmabuf_agent),
+};
+RX_EXT_REGISTER(rx_ext_dmabuf);
+
 /* Whether the device takes dma-buf MRs: 1, or the -errno it refused with.
- * fd -1 never registers anything. */
+ * fd -1 never registers anything.  (An agent without the state, the host
+ * test's, probes every time.) */
 static int probe_device(struct rdmaxfer_agent *agent)
 {
+	struct rx_dmabuf_agent *d = rx_agent_ext(agent, &rx_ext_dmabuf);
 	struct ibv_mr *mr;
 	int ret;
 
 	pthread_mutex_lock(&agent->lock);
-	ret = agent->dmabuf_dev;
+	ret = d ? d->dev : 0;
 	pthread_mutex_unlock(&agent->lock);
 	if (ret)
 		return ret;
@@ -132,7 +147,8 @@ static int probe_device(struct rdmaxfer_agent *agent)
 			ret = 1;
 	}
 	pthread_mutex_lock(&agent->lock);
-	agent->dmabuf_dev = ret;
+	if (d)
+		d->dev = ret;
 	pthread_mutex_unlock(&agent->lock);
 	return ret;
 }

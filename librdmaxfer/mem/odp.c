@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "odp.h"
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ	22
@@ -144,7 +145,7 @@ static int odp_dereg(void *user, void *handle)
 static void op_reason(struct rdmaxfer_agent *agent, uint32_t ops, char *buf,
 		      size_t len)
 {
-	struct rdmaxfer_odp_caps *c = &agent->odp.caps;
+	struct rdmaxfer_odp_caps *c = &rx_odp_of(agent)->caps;
 	size_t i;
 
 	buf[0] = '\0';
@@ -177,9 +178,12 @@ static void op_reason(struct rdmaxfer_agent *agent, uint32_t ops, char *buf,
 	}
 }
 
-int rx_odp_init(struct rdmaxfer_agent *agent)
+/* After the PD and the pinned cache exist: policy, caps, self-test, the
+ * ODP cache, the implicit MR.  -EOPNOTSUPP under policy on without ODP. */
+static int odp_init(struct rdmaxfer_agent *agent, void *state)
 {
-	struct rdmaxfer_odp_caps *c = &agent->odp.caps;
+	struct rx_odp *odp = state;
+	struct rdmaxfer_odp_caps *c = &odp->caps;
 	struct ibv_device_attr_ex ax;
 	struct regcache_attr cattr = { 0 };
 	uint32_t policy = agent->attr.odp;
@@ -248,40 +252,50 @@ int rx_odp_init(struct rdmaxfer_agent *agent)
 	cattr.max_entries = agent->attr.cache_max_entries;
 	cattr.max_bytes = agent->attr.cache_max_bytes;
 	cattr.flags = REGCACHE_ATTR_NO_PIN;
-	ret = regcache_create(&cattr, &agent->odp.cache);
+	ret = regcache_create(&cattr, &odp->cache);
 	if (ret)
 		return ret;
 
 	/* implicit ODP: local access only (see the security note above) */
 	if ((c->general & IBV_ODP_SUPPORT_IMPLICIT) &&
 	    (c->auto_ops & RDMAXFER_ODP_OP_LOCAL)) {
-		agent->odp.implicit_mr = ibv_reg_mr(agent->pd, NULL, SIZE_MAX,
+		odp->implicit_mr = ibv_reg_mr(agent->pd, NULL, SIZE_MAX,
 						    IBV_ACCESS_LOCAL_WRITE |
 						    IBV_ACCESS_ON_DEMAND);
-		c->implicit = agent->odp.implicit_mr != NULL;
+		c->implicit = odp->implicit_mr != NULL;
 	}
 	return 0;
 }
 
-void rx_odp_fini(struct rdmaxfer_agent *agent)
+static void odp_fini(struct rdmaxfer_agent *agent, void *state)
 {
-	if (agent->odp.implicit_mr)
-		ibv_dereg_mr(agent->odp.implicit_mr);
-	agent->odp.implicit_mr = NULL;
-	if (agent->odp.cache)
-		regcache_destroy(agent->odp.cache);
-	agent->odp.cache = NULL;
+	struct rx_odp *odp = state;
+
+	if (odp->implicit_mr)
+		ibv_dereg_mr(odp->implicit_mr);
+	odp->implicit_mr = NULL;
+	if (odp->cache)
+		regcache_destroy(odp->cache);
+	odp->cache = NULL;
 }
+
+const struct rx_ext rx_ext_odp = {
+	.name = "odp",
+	.state_size = sizeof(struct rx_odp),
+	.init = odp_init,
+	.fini = odp_fini,
+};
+RX_EXT_REGISTER(rx_ext_odp);
 
 int rx_odp_pick_cache(struct rdmaxfer_agent *agent, uint32_t access,
 		      struct regcache **cachep)
 {
-	struct rdmaxfer_odp_caps *c = &agent->odp.caps;
+	struct rdmaxfer_odp_caps *c = &rx_odp_of(agent)->caps;
 	uint32_t need = needed_ops(access);
 	char why[RDMAXFER_ODP_MSG_MAX];
 
-	if (agent->odp.cache && (need & ~c->auto_ops) == 0) {
-		*cachep = agent->odp.cache;
+	if (rx_odp_of(agent)->cache && (need & ~c->auto_ops) == 0) {
+		*cachep = rx_odp_of(agent)->cache;
 		return 0;
 	}
 	if (c->policy == RDMAXFER_ODP_ON) {
@@ -299,7 +313,7 @@ int rdmaxfer_agent_odp_caps(struct rdmaxfer_agent *agent,
 {
 	if (!agent || !caps)
 		return -EINVAL;
-	*caps = agent->odp.caps;
+	*caps = rx_odp_of(agent)->caps;
 	return 0;
 }
 
@@ -308,7 +322,7 @@ int rdmaxfer_mem_is_odp(const struct rdmaxfer_mem *mem)
 {
 	if (!mem)
 		return -EINVAL;
-	return mem->cache && mem->cache == mem->agent->odp.cache;
+	return mem->cache && mem->cache == rx_odp_of(mem->agent)->cache;
 }
 
 /* ------------------------------------------------------------- prefetch */
@@ -337,8 +351,8 @@ static bool odp_lkey(struct rdmaxfer_agent *agent, uintptr_t a, size_t len,
 		}
 	}
 	rx_spin_unlock(&agent->mem_lock);
-	if (!found && agent->odp.implicit_mr) {
-		*lkey = agent->odp.implicit_mr->lkey;
+	if (!found && rx_odp_of(agent)->implicit_mr) {
+		*lkey = rx_odp_of(agent)->implicit_mr->lkey;
 		found = true;
 	}
 	return found;
@@ -405,7 +419,7 @@ int rdmaxfer_prefetch(struct rdmaxfer_agent *agent,
 		size_t len = iov[i].len;
 		uint32_t lkey;
 
-		if (agent->odp.caps.prefetch == RDMAXFER_PREFETCH_ADVISE_MR &&
+		if (rx_odp_of(agent)->caps.prefetch == RDMAXFER_PREFETCH_ADVISE_MR &&
 		    odp_lkey(agent, a, len, &lkey)) {
 			ret = advise(agent, a, len, lkey, flags);
 			if (ret != -EOPNOTSUPP && ret != -ENOSYS)

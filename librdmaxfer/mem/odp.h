@@ -8,12 +8,9 @@
 
 #include <stdint.h>
 
-#include "rdmaxfer.h"
+#include "core/core.h"
 
-struct rdmaxfer_agent;
-struct regcache;
-struct ibv_mr;
-
+/* ODP's state on an agent (rx_ext_odp, odp.c) */
 struct rx_odp {
 	struct rdmaxfer_odp_caps caps;
 	/* explicit ODP MRs by range (REGCACHE_ATTR_NO_PIN); NULL when the
@@ -23,19 +20,12 @@ struct rx_odp {
 	struct ibv_mr *implicit_mr;
 };
 
-/* After the PD and the pinned cache exist: policy, caps, self-test, the
- * ODP cache, the implicit MR.  -EOPNOTSUPP under policy on without ODP. */
-int rx_odp_init(struct rdmaxfer_agent *agent);
-void rx_odp_fini(struct rdmaxfer_agent *agent);
+extern const struct rx_ext rx_ext_odp;
 
-/*
- * The cache an RDMAXFER_MEM_ODP registration with 'access'
- * (RDMAXFER_ACCESS_*) goes through: the ODP cache, or the pinned one when
- * the policy or the device rules ODP out for an operation it needs
- * (auto, off); -EOPNOTSUPP under policy on.
- */
-int rx_odp_pick_cache(struct rdmaxfer_agent *agent, uint32_t access,
-		      struct regcache **cachep);
+static inline struct rx_odp *rx_odp_of(const struct rdmaxfer_agent *agent)
+{
+	return rx_agent_ext(agent, &rx_ext_odp);
+}
 
 /* odp.c and odp_selftest.c: the verbs RC capability each operation needs */
 #define RX_ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
@@ -48,7 +38,7 @@ struct rx_odp_op_cap {
 extern const struct rx_odp_op_cap rx_odp_op_caps[RX_ODP_NOPS];
 
 /* odp_selftest.c: run the self-test on the agent's device; fills
- * agent->odp.caps (bad_ops, selftest, selftest_msg, prefetch) */
+ * rx_odp_of(agent)->caps (bad_ops, selftest, selftest_msg, prefetch) */
 void rx_odp_selftest(struct rdmaxfer_agent *agent);
 
 #endif /* RX_ODP_H */

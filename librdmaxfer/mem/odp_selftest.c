@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "odp.h"
 
 #define ST_LEN		2048	/* two packets at MTU 1024 */
 
@@ -146,7 +147,7 @@ static int st_case(struct selftest *t, uint32_t op, char *why, size_t wlen)
 /* Run the self-test on the agent's device; fills caps->bad_ops etc. */
 void rx_odp_selftest(struct rdmaxfer_agent *agent)
 {
-	struct rdmaxfer_odp_caps *caps = &agent->odp.caps;
+	struct rdmaxfer_odp_caps *caps = &rx_odp_of(agent)->caps;
 	struct ibv_qp_init_attr qa;
 	struct selftest t;
 	char why[RDMAXFER_ODP_MSG_MAX] = "";

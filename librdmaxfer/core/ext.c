@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * ext.c - the registry of the core's extensions (mem/, ring/, file/):
+ * each puts its struct rx_ext in the section rx_ext (RX_EXT_REGISTER,
+ * core.h), and the core walks the section here, so that it names no
+ * extension and a new one touches no file of the core.  An agent gets
+ * each extension's state at create and runs its hooks.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+/* Made by the linker around the section; weak so that a host test that
+ * links core files without any extension still links (no entries). */
+extern const struct rx_ext *const __start_rx_ext[]
+	__attribute__((weak, visibility("hidden")));
+extern const struct rx_ext *const __stop_rx_ext[]
+	__attribute__((weak, visibility("hidden")));
+
+int rx_exts_init(struct rdmaxfer_agent *agent)
+{
+	const struct rx_ext *const *e;
+	unsigned int i;
+	int ret;
+
+	for (e = __start_rx_ext; e < __stop_rx_ext; e++) {
+		void *state;
+
+		/* RX_EXT_MAX is the build's: more is a build error, said */
+		if (agent->n_ext == RX_EXT_MAX) {
+			ret = -E2BIG;
+			goto fail;
+		}
+		state = calloc(1, (*e)->state_size ? (*e)->state_size : 1);
+		if (!state) {
+			ret = -ENOMEM;
+			goto fail;
+		}
+		agent->ext[agent->n_ext].ext = *e;
+		agent->ext[agent->n_ext++].state = state;
+	}
+	for (i = 0; i < agent->n_ext; i++) {
+		const struct rx_ext *x = agent->ext[i].ext;
+
+		ret = x->init ? x->init(agent, agent->ext[i].state) : 0;
+		if (ret)
+			goto fail;
+		agent->n_ext_init = i + 1;
+	}
+	return 0;
+
+fail:
+	rx_exts_fini(agent);
+	return ret;
+}
+
+void rx_exts_fini(struct rdmaxfer_agent *agent)
+{
+	unsigned int i;
+
+	while (agent->n_ext_init) {
+		i = --agent->n_ext_init;
+		if (agent->ext[i].ext->fini)
+			agent->ext[i].ext->fini(agent, agent->ext[i].state);
+	}
+	for (i = 0; i < agent->n_ext; i++) {
+		free(agent->ext[i].state);
+		agent->ext[i].state = NULL;
+	}
+	agent->n_ext = 0;
+}

@@ -27,8 +27,6 @@
 #include "rdmaxfer.h"
 #include "wire.h"
 
-struct rx_dmabuf;
-struct rx_devmem;
 struct rx_file_req;
 struct rx_ext;
 
@@ -255,9 +253,11 @@ struct rdmaxfer_mem {
 	enum rdmaxfer_mem_kind kind;
 	uint32_t rkey;
 	uint32_t access;		/* RDMAXFER_ACCESS_*; 0: local only */
-	struct rx_dmabuf *dmabuf;	/* kind DMABUF (dmabuf.c), else NULL */
-	/* rdmaxfer_mem_alloc_device() (devmem.c), else NULL */
-	struct rx_devmem *devmem;
+	/* a handle of a memory kind with more than a cache entry (dma-buf,
+	 * device memory): its table and its own state; NULL for plain cache
+	 * handles (HOST, ODP) */
+	const struct rx_mem_ops *ops;
+	void *priv;
 };
 
 struct rx_notif_q {
@@ -452,9 +452,37 @@ struct rx_dep {
  * names no extension.  A static archive would drop the objects nothing
  * references, so the library is shared only (LT_INIT disable-static).
  */
+/* How a registration by address is made (rx_mem_ops.reg). */
+struct rx_mem_reg {
+	struct regcache *cache;		/* the agent's pinned cache, or the kind's */
+	enum rdmaxfer_mem_kind kind;	/* what its descriptors say */
+};
+
+/*
+ * A memory kind other than HOST (the core's own).  A handle whose kind
+ * holds more than its cache entry carries mem->ops = the table and
+ * mem->priv; plain cache handles have mem->ops NULL.
+ */
+struct rx_mem_ops {
+	enum rdmaxfer_mem_kind kind;
+	/* rdmaxfer_mem_register_access() of an address of this kind, r
+	 * filled with the pinned cache and the kind: 0 and *r as the
+	 * registration goes, or -errno; NULL: not registered by address
+	 * (-EINVAL) */
+	int (*reg)(struct rdmaxfer_agent *agent, void *state, uint32_t access,
+		   struct rx_mem_reg *r);
+	/* what the handle holds besides its cache entry, after the entry's
+	 * put (rdmaxfer_mem_deregister(), agent destroy); frees mem->priv */
+	void (*dereg)(struct rdmaxfer_mem *mem);
+	/* rdmaxfer_mem_desc(); NULL: the host form (address, rkey) */
+	int (*describe)(const struct rdmaxfer_mem *mem, size_t offset,
+			size_t len, struct rdmaxfer_desc *desc);
+};
+
 struct rx_ext {
 	const char *name;
 	size_t state_size;		/* per agent, zeroed, freed by the core */
+	const struct rx_mem_ops *mem;	/* NULL: not a memory kind */
 	/* rdmaxfer_agent_create(), after the registration cache, in
 	 * registry order; -errno fails the create */
 	int (*init)(struct rdmaxfer_agent *agent, void *state);
@@ -569,23 +597,6 @@ int rx_ring_attach_decode(const void *buf, size_t len, uint64_t *addr,
  * The extensions' entry points the core still calls by name: the tables
  * (struct rx_mem_ops, rx_req_ops, the hooks of struct rx_ext) replace them.
  */
-/* dmabuf.c: drop what a DMABUF region holds besides its cache entry (the
- * device MR, the CPU mapping, the dup of the fd); frees mem->dmabuf */
-void rx_dmabuf_release(struct rdmaxfer_mem *mem);
-/* devmem.c: free a device-memory region's own state (after its cache
- * entry); its descriptors; the agent's DEVX context and probe */
-void rx_devmem_release(struct rdmaxfer_mem *mem);
-int rx_devmem_mem_desc(const struct rdmaxfer_mem *mem, size_t offset,
-		       size_t len, struct rdmaxfer_desc *desc);
-/*
- * odp.c: the cache an RDMAXFER_MEM_ODP registration with 'access'
- * (RDMAXFER_ACCESS_*) goes through: the ODP cache, or the pinned one when
- * the policy or the device rules ODP out for an operation it needs
- * (auto, off); -EOPNOTSUPP under policy on.
- */
-int rx_odp_pick_cache(struct rdmaxfer_agent *agent, uint32_t access,
-		      struct regcache **cachep);
-
 /*
  * ring_recv.c, for notif.c (agent lock held): an immediate or a
  * message of a peer, which returns true when it was the rings' (a grain

@@ -70,3 +70,20 @@ void rx_exts_fini(struct rdmaxfer_agent *agent)
 	}
 	agent->n_ext = 0;
 }
+
+const struct rx_mem_ops *rx_mem_kind(const struct rdmaxfer_agent *agent,
+				     enum rdmaxfer_mem_kind kind,
+				     void **statep)
+{
+	unsigned int i;
+
+	for (i = 0; i < agent->n_ext; i++) {
+		const struct rx_mem_ops *ops = agent->ext[i].ext->mem;
+
+		if (ops && ops->kind == kind) {
+			*statep = agent->ext[i].state;
+			return ops;
+		}
+	}
+	return NULL;
+}

@@ -86,6 +86,11 @@ void rx_deps_gone(struct rdmaxfer_agent *agent);
  * whose init ran, in reverse, and the states freed (idempotent) */
 int rx_exts_init(struct rdmaxfer_agent *agent);
 void rx_exts_fini(struct rdmaxfer_agent *agent);
+/* the table of memory kind 'kind' and *statep its extension's state on
+ * the agent, or NULL: no extension is that kind */
+const struct rx_mem_ops *rx_mem_kind(const struct rdmaxfer_agent *agent,
+				     enum rdmaxfer_mem_kind kind,
+				     void **statep);
 
 /* device.c */
 int rx_pick_gid(struct rdmaxfer_agent *agent);

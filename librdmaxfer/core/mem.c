@@ -50,20 +50,6 @@
 
 #include "internal.h"
 
-static int check_kind(enum rdmaxfer_mem_kind kind)
-{
-	switch (kind) {
-	case RDMAXFER_MEM_HOST:
-	case RDMAXFER_MEM_ODP:
-		return 0;
-	case RDMAXFER_MEM_DEVICE:
-		return -EOPNOTSUPP;
-	case RDMAXFER_MEM_DMABUF:	/* an fd, not an address: dmabuf.c */
-	default:
-		return -EINVAL;
-	}
-}
-
 /*
  * The cache get behind handles and transfers.  Never-touched memory needs
  * nothing special here: libregcache's uffd monitor watches in
@@ -221,16 +207,21 @@ int rdmaxfer_mem_register_access(struct rdmaxfer_agent *agent, void *addr,
 	if (!agent || !addr || !len || !memp ||
 	    (access & ~RDMAXFER_ACCESS_REMOTE))
 		return -EINVAL;
-	ret = check_kind(kind);
-	if (ret)
-		return ret;
-	if (kind == RDMAXFER_MEM_ODP) {
-		ret = rx_odp_pick_cache(agent, access, &cache);
+	if (kind != RDMAXFER_MEM_HOST) {
+		/* another kind registers by address only through its table:
+		 * it picks the cache, and the kind the descriptors say */
+		struct rx_mem_reg r = { .cache = cache, .kind = kind };
+		const struct rx_mem_ops *ops;
+		void *state;
+
+		ops = rx_mem_kind(agent, kind, &state);
+		if (!ops || !ops->reg)
+			return -EINVAL;
+		ret = ops->reg(agent, state, access, &r);
 		if (ret)
 			return ret;
-		/* the descriptor says what the memory really is */
-		if (cache == agent->cache)
-			kind = RDMAXFER_MEM_HOST;
+		cache = r.cache;
+		kind = r.kind;
 	}
 	if (access) {
 		flags = REGCACHE_GET_EXACT;
@@ -271,10 +262,8 @@ static void mem_put_refs(struct rdmaxfer_mem *mem)
 {
 	if (mem->entry)
 		regcache_put(mem->cache, mem->entry);
-	if (mem->dmabuf)
-		rx_dmabuf_release(mem);
-	if (mem->devmem)
-		rx_devmem_release(mem);
+	if (mem->ops)
+		mem->ops->dereg(mem);
 }
 
 /* Agent teardown (one thread, nothing else running): unlist and free. */
@@ -346,8 +335,8 @@ int rdmaxfer_mem_desc(const struct rdmaxfer_mem *mem, size_t offset,
 
 	if (!mem || !desc)
 		return -EINVAL;
-	if (mem->devmem)		/* maybe zero-based: devmem.c */
-		return rx_devmem_mem_desc(mem, offset, len, desc);
+	if (mem->ops && mem->ops->describe)	/* device memory: maybe zero-based */
+		return mem->ops->describe(mem, offset, len, desc);
 	if (!mem->access)
 		return -EACCES;		/* local only: nothing to export */
 	ret = sub_range((uintptr_t)mem->addr, mem->len, offset, len, &a, &l);

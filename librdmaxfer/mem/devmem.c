@@ -81,6 +81,13 @@ struct rx_devmem_state {
 };
 
 static const struct rx_ext rx_ext_devmem;
+static const struct rx_mem_ops devmem_mem_ops;
+
+/* the handle's device memory, NULL for a handle of another kind */
+static struct rx_devmem *devmem_of(const struct rdmaxfer_mem *mem)
+{
+	return mem->ops == &devmem_mem_ops ? mem->priv : NULL;
+}
 
 static inline struct rx_devmem_state *dm_state(struct rdmaxfer_agent *agent)
 {
@@ -460,6 +467,7 @@ static void devmem_fini(struct rdmaxfer_agent *agent, void *state)
 static const struct rx_ext rx_ext_devmem = {
 	.name = "devmem",
 	.state_size = sizeof(struct rx_devmem_state),
+	.mem = &devmem_mem_ops,
 	.fini = devmem_fini,
 };
 RX_EXT_REGISTER(rx_ext_devmem);
@@ -618,15 +626,17 @@ int rdmaxfer_mem_alloc_device(struct rdmaxfer_agent *agent, size_t len,
 			 agent->info.device, rdmaxfer_dm_path_name(path),
 			 path == RDMAXFER_DM_PATH_ZERO_BASED ?
 			 " (descriptors are zero-based)" : "");
-	mem->devmem = d;
+	mem->ops = &devmem_mem_ops;
+	mem->priv = d;
 	rx_mem_add(mem);
 	*memp = mem;
 	return 0;
 }
 
-void rx_devmem_release(struct rdmaxfer_mem *mem)
+/* A device-memory region's own state, after its cache entry. */
+static void devmem_dereg(struct rdmaxfer_mem *mem)
 {
-	struct rx_devmem *d = mem->devmem;
+	struct rx_devmem *d = mem->priv;
 	struct rx_dm_ops ops;
 
 	if (d->host) {
@@ -636,13 +646,14 @@ void rx_devmem_release(struct rdmaxfer_mem *mem)
 		rx_dm_teardown(&ops, &d->r);
 	}
 	free(d);
-	mem->devmem = NULL;
+	mem->priv = NULL;
 }
 
-int rx_devmem_mem_desc(const struct rdmaxfer_mem *mem, size_t offset,
-		       size_t len, struct rdmaxfer_desc *desc)
+/* rdmaxfer_mem_desc(): zero-based descriptors, or the host form */
+static int devmem_describe(const struct rdmaxfer_mem *mem, size_t offset,
+			   size_t len, struct rdmaxfer_desc *desc)
 {
-	const struct rx_devmem *d = mem->devmem;
+	const struct rx_devmem *d = mem->priv;
 	struct rx_dm_region host;
 	int ret;
 
@@ -658,13 +669,28 @@ int rx_devmem_mem_desc(const struct rdmaxfer_mem *mem, size_t offset,
 	return ret;
 }
 
+/* rdmaxfer_mem_register() refuses RDMAXFER_MEM_DEVICE: it is allocated
+ * (rdmaxfer_mem_alloc_device()) */
+static int devmem_mem_reg(struct rdmaxfer_agent *agent, void *state,
+			  uint32_t access, struct rx_mem_reg *r)
+{
+	return -EOPNOTSUPP;
+}
+
+static const struct rx_mem_ops devmem_mem_ops = {
+	.kind = RDMAXFER_MEM_DEVICE,
+	.reg = devmem_mem_reg,
+	.dereg = devmem_dereg,
+	.describe = devmem_describe,
+};
+
 RX_EXPORT
 int rdmaxfer_mem_devmem_query(const struct rdmaxfer_mem *mem,
 			      struct rdmaxfer_devmem_info *info)
 {
-	if (!mem || !info || !mem->devmem)
+	if (!mem || !info || !devmem_of(mem))
 		return -EINVAL;
-	*info = mem->devmem->info;
+	*info = devmem_of(mem)->info;
 	return 0;
 }
 
@@ -674,7 +700,7 @@ int rdmaxfer_mem_devmem_query(const struct rdmaxfer_mem *mem,
 static int copy_check(const struct rdmaxfer_mem *mem, size_t offset,
 		      const void *buf, size_t len)
 {
-	if (!mem || !mem->devmem || !buf || !len ||
+	if (!mem || !devmem_of(mem) || !buf || !len ||
 	    ((offset | len | (uintptr_t)buf) & 3))
 		return -EINVAL;
 	if (offset > mem->len || len > mem->len - offset)
@@ -690,11 +716,11 @@ int rdmaxfer_devmem_write(struct rdmaxfer_mem *mem, size_t offset,
 
 	if (ret)
 		return ret;
-	if (mem->devmem->host) {
-		memcpy(mem->devmem->host + offset, buf, len);
+	if (devmem_of(mem)->host) {
+		memcpy(devmem_of(mem)->host + offset, buf, len);
 		return 0;
 	}
-	return -ibv_memcpy_to_dm(mem->devmem->r.dm, offset, buf, len);
+	return -ibv_memcpy_to_dm(devmem_of(mem)->r.dm, offset, buf, len);
 }
 
 RX_EXPORT
@@ -705,9 +731,9 @@ int rdmaxfer_devmem_read(const struct rdmaxfer_mem *mem, size_t offset,
 
 	if (ret)
 		return ret;
-	if (mem->devmem->host) {
-		memcpy(buf, mem->devmem->host + offset, len);
+	if (devmem_of(mem)->host) {
+		memcpy(buf, devmem_of(mem)->host + offset, len);
 		return 0;
 	}
-	return -ibv_memcpy_from_dm(buf, mem->devmem->r.dm, offset, len);
+	return -ibv_memcpy_from_dm(buf, devmem_of(mem)->r.dm, offset, len);
 }

@@ -113,9 +113,12 @@ struct rx_dmabuf_agent {
 	int dev;
 };
 
+static const struct rx_mem_ops dmabuf_mem_ops;
+
 static const struct rx_ext rx_ext_dmabuf = {
 	.name = "dmabuf",
 	.state_size = sizeof(struct rx_dmabuf_agent),
+	.mem = &dmabuf_mem_ops,
 };
 RX_EXT_REGISTER(rx_ext_dmabuf);
 
@@ -462,7 +465,8 @@ done:
 	mem->len = attr->len;
 	mem->kind = RDMAXFER_MEM_DMABUF;
 	mem->access = attr->access;
-	mem->dmabuf = d;
+	mem->ops = &dmabuf_mem_ops;
+	mem->priv = d;
 	rx_mem_add(mem);
 	*memp = mem;
 	return 0;
@@ -474,9 +478,11 @@ free_d:
 	return ret;
 }
 
-void rx_dmabuf_release(struct rdmaxfer_mem *mem)
+/* What a DMABUF region holds besides its cache entry: the device MR, the
+ * CPU mapping, the dup of the fd. */
+static void dmabuf_dereg(struct rdmaxfer_mem *mem)
 {
-	struct rx_dmabuf *d = mem->dmabuf;
+	struct rx_dmabuf *d = mem->priv;
 
 	if (d->mr)
 		ibv_dereg_mr(d->mr);
@@ -486,16 +492,28 @@ void rx_dmabuf_release(struct rdmaxfer_mem *mem)
 		munmap(d->map, d->map_len);
 	close(d->fd);
 	free(d);
-	mem->dmabuf = NULL;
+	mem->priv = NULL;
+}
+
+/* registered by fd (rdmaxfer_mem_register_dmabuf()), never by address;
+ * its descriptors are the host form */
+static const struct rx_mem_ops dmabuf_mem_ops = {
+	.kind = RDMAXFER_MEM_DMABUF,
+	.dereg = dmabuf_dereg,
+};
+
+static struct rx_dmabuf *dmabuf_of(const struct rdmaxfer_mem *mem)
+{
+	return mem->ops == &dmabuf_mem_ops ? mem->priv : NULL;
 }
 
 RX_EXPORT
 int rdmaxfer_mem_dmabuf_query(const struct rdmaxfer_mem *mem,
 			      struct rdmaxfer_dmabuf_info *info)
 {
-	if (!mem || !info || !mem->dmabuf)
+	if (!mem || !info || !dmabuf_of(mem))
 		return -EINVAL;
-	*info = mem->dmabuf->info;
+	*info = dmabuf_of(mem)->info;
 	return 0;
 }
 
@@ -506,10 +524,10 @@ int rdmaxfer_dmabuf_sync(const struct rdmaxfer_mem *mem, uint32_t flags)
 	bool end = flags & RDMAXFER_DMABUF_SYNC_END;
 	int ret;
 
-	if (!mem || !mem->dmabuf || (flags & ~DMABUF_SYNC_FLAGS) ||
+	if (!mem || !dmabuf_of(mem) || (flags & ~DMABUF_SYNC_FLAGS) ||
 	    !(flags & (RDMAXFER_DMABUF_SYNC_READ | RDMAXFER_DMABUF_SYNC_WRITE)))
 		return -EINVAL;
-	d = mem->dmabuf;
+	d = dmabuf_of(mem);
 	if (d->stage && !end && (flags & RDMAXFER_DMABUF_SYNC_READ)) {
 		ret = stage_copy(d, true);
 		if (ret)

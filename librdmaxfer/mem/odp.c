@@ -279,15 +279,13 @@ static void odp_fini(struct rdmaxfer_agent *agent, void *state)
 	odp->cache = NULL;
 }
 
-const struct rx_ext rx_ext_odp = {
-	.name = "odp",
-	.state_size = sizeof(struct rx_odp),
-	.init = odp_init,
-	.fini = odp_fini,
-};
-RX_EXT_REGISTER(rx_ext_odp);
-
-int rx_odp_pick_cache(struct rdmaxfer_agent *agent, uint32_t access,
+/*
+ * The cache an RDMAXFER_MEM_ODP registration with 'access'
+ * (RDMAXFER_ACCESS_*) goes through: the ODP cache, or the pinned one when
+ * the policy or the device rules ODP out for an operation it needs
+ * (auto, off); -EOPNOTSUPP under policy on.
+ */
+static int pick_cache(struct rdmaxfer_agent *agent, uint32_t access,
 		      struct regcache **cachep)
 {
 	struct rdmaxfer_odp_caps *c = &rx_odp_of(agent)->caps;
@@ -306,6 +304,36 @@ int rx_odp_pick_cache(struct rdmaxfer_agent *agent, uint32_t access,
 	*cachep = agent->cache;
 	return 0;
 }
+
+/* rdmaxfer_mem_register_access() of RDMAXFER_MEM_ODP */
+static int odp_mem_reg(struct rdmaxfer_agent *agent, void *state,
+		       uint32_t access, struct rx_mem_reg *r)
+{
+	int ret;
+
+	ret = pick_cache(agent, access, &r->cache);
+	if (ret)
+		return ret;
+	/* the descriptor says what the memory really is */
+	if (r->cache == agent->cache)
+		r->kind = RDMAXFER_MEM_HOST;
+	return 0;
+}
+
+/* ODP handles are plain cache handles: no dereg, the host descriptor */
+static const struct rx_mem_ops odp_mem_ops = {
+	.kind = RDMAXFER_MEM_ODP,
+	.reg = odp_mem_reg,
+};
+
+const struct rx_ext rx_ext_odp = {
+	.name = "odp",
+	.state_size = sizeof(struct rx_odp),
+	.mem = &odp_mem_ops,
+	.init = odp_init,
+	.fini = odp_fini,
+};
+RX_EXT_REGISTER(rx_ext_odp);
 
 RX_EXPORT
 int rdmaxfer_agent_odp_caps(struct rdmaxfer_agent *agent,

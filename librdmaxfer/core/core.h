@@ -27,7 +27,6 @@
 #include "rdmaxfer.h"
 #include "wire.h"
 
-struct rx_file_req;
 struct rx_ext;
 
 #define RX_EXT_MAX	8	/* extensions a build may register */
@@ -233,9 +232,11 @@ struct rdmaxfer_req {
 	uint64_t *result;
 	struct ibv_sge atomic_sge;
 
-	/* a file request (file.c): its state is there, req->state stays
-	 * IDLE so the verbs paths never take it for one of theirs */
-	struct rx_file_req *file;
+	/* a request of another kind (a file request): its table and its
+	 * own state, where its state is; req->state stays IDLE so the verbs
+	 * paths never take it for one of theirs.  NULL: a verbs request */
+	const struct rx_req_ops *ops;
+	void *priv;
 
 	/* one per QP the request uses (prepare.c's rx_req_alloc() makes
 	 * room for nparts of them, and its arrays above follow them in the
@@ -479,6 +480,23 @@ struct rx_mem_ops {
 			size_t len, struct rdmaxfer_desc *desc);
 };
 
+/*
+ * A request kind other than the core's verbs requests (req->ops NULL),
+ * called by the public request calls without the agent lock.
+ */
+struct rx_req_ops {
+	int (*post)(struct rdmaxfer_req *req);
+	int (*test)(struct rdmaxfer_req *req);
+	int (*wait)(struct rdmaxfer_req *req, int timeout_ms);
+	int (*cancel)(struct rdmaxfer_req *req);	/* NULL: -EOPNOTSUPP */
+	/* rdmaxfer_req_free(): -EBUSY while in progress, else forget req
+	 * and free req->priv; the core then unlinks and frees req */
+	int (*free)(struct rdmaxfer_req *req);
+	/* agent destroy with req alive: forget it, free req->priv */
+	void (*release)(struct rdmaxfer_req *req);
+	const char *(*strerror)(const struct rdmaxfer_req *req);
+};
+
 struct rx_ext {
 	const char *name;
 	size_t state_size;		/* per agent, zeroed, freed by the core */
@@ -531,6 +549,14 @@ void rx_peer_fail(struct rdmaxfer_peer *peer, int err);
 void rx_req_release(struct rdmaxfer_agent *agent, struct rdmaxfer_req *req);
 int rx_state_result(enum rx_req_state state, int err);
 int rx_req_set_imm(struct rdmaxfer_req *req, uint32_t value);
+/* a request of kind ops on peer (0, or -ENOMEM): allocated, IDLE, not yet
+ * the agent's; rx_req_link() lists it on the agent, rx_req_unlink()
+ * takes it off (each takes the agent lock) */
+int rx_req_new(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
+	       uint64_t bytes, const struct rx_req_ops *ops, void *priv,
+	       struct rdmaxfer_req **reqp);
+void rx_req_link(struct rdmaxfer_req *req);
+void rx_req_unlink(struct rdmaxfer_req *req);
 
 /*
  * Must a waiting call progress the agent itself?  Without a progress
@@ -609,13 +635,7 @@ bool rx_rings_pending(struct rdmaxfer_agent *agent);
 void rx_rings_deliver(struct rdmaxfer_agent *agent);
 void rx_ring_peer_gone(struct rdmaxfer_peer *peer);
 
-/* file.c: the public request calls of a file request (req->file) */
-int rx_file_req_post(struct rdmaxfer_req *req);
-int rx_file_req_test(struct rdmaxfer_req *req);
-int rx_file_req_wait(struct rdmaxfer_req *req, int timeout_ms);
-int rx_file_req_free(struct rdmaxfer_req *req);
-const char *rx_file_req_strerror(const struct rdmaxfer_req *req);
-void rx_file_req_release(struct rdmaxfer_req *req);	/* agent destroy */
+/* file_req.c: a step of every file engine with a request in progress */
 void rx_file_progress(struct rdmaxfer_agent *agent);
 
 #endif /* RDMAXFER_CORE_H */

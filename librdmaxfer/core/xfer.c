@@ -655,8 +655,8 @@ int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 
 	if (!req || (flags & ~RDMAXFER_POST_MORE))
 		return -EINVAL;
-	if (req->file)
-		return rx_file_req_post(req);
+	if (req->ops)
+		return req->ops->post(req);
 	peer = req->peer;
 	agent = peer->agent;
 	regs_current = req_regs_current(req);
@@ -738,10 +738,10 @@ int rdmaxfer_req_post_list(struct rdmaxfer_req *const *reqs, unsigned int n,
 	rx_data_lock(agent);
 	for (k = 0; k < n && !ret; k++) {
 		req = reqs[k];
-		if (req->file) {
+		if (req->ops) {
 			/* its own engine and doorbell (io_uring) */
 			rx_data_unlock(agent);
-			ret = rx_file_req_post(req);
+			ret = req->ops->post(req);
 			rx_data_lock(agent);
 			gen = regcache_generation(agent->cache);
 			continue;
@@ -825,8 +825,8 @@ int rdmaxfer_req_test(struct rdmaxfer_req *req)
 
 	if (!req)
 		return -EINVAL;
-	if (req->file)
-		return rx_file_req_test(req);
+	if (req->ops)
+		return req->ops->test(req);
 	agent = req->peer->agent;
 	rx_data_lock(agent);
 	rx_ring_deferred(agent);
@@ -849,8 +849,8 @@ int rdmaxfer_req_wait(struct rdmaxfer_req *req, int timeout_ms)
 
 	if (!req)
 		return -EINVAL;
-	if (req->file)
-		return rx_file_req_wait(req, timeout_ms);
+	if (req->ops)
+		return req->ops->wait(req, timeout_ms);
 	agent = req->peer->agent;
 	pthread_mutex_lock(&agent->lock);
 	rx_ring_deferred(agent);
@@ -880,12 +880,12 @@ void rx_req_release(struct rdmaxfer_agent *agent, struct rdmaxfer_req *req)
 	size_t i;
 
 	rx_list_del(&req->node);
-	if (req->file)
-		rx_file_req_release(req);
+	if (req->ops)
+		req->ops->release(req);
 	for (i = 0; i < req->nlocal; i++)
 		if (req->ents[i])
 			regcache_put(cache, req->ents[i]);
-	/* one block (rx_req_alloc()), or a file request's struct alone */
+	/* one block (rx_req_alloc()), or another kind's struct alone */
 	free(req);
 }
 
@@ -896,8 +896,15 @@ int rdmaxfer_req_free(struct rdmaxfer_req *req)
 
 	if (!req)
 		return -EINVAL;
-	if (req->file)
-		return rx_file_req_free(req);
+	if (req->ops) {
+		int ret = req->ops->free(req);
+
+		if (ret)
+			return ret;
+		rx_req_unlink(req);
+		free(req);
+		return 0;
+	}
 	agent = req->peer->agent;
 	pthread_mutex_lock(&agent->lock);
 	if (req->state == RX_REQ_ACTIVE) {
@@ -922,9 +929,61 @@ const char *rdmaxfer_req_strerror(const struct rdmaxfer_req *req)
 {
 	if (!req)
 		return rdmaxfer_strerror(-EINVAL);
-	if (req->file)
-		return rx_file_req_strerror(req);
+	if (req->ops)
+		return req->ops->strerror(req);
 	if (req->wc_status > 0)
 		return ibv_wc_status_str((enum ibv_wc_status)req->wc_status);
 	return rdmaxfer_strerror(req_result(req));
+}
+
+/* Which kinds cancel: only those whose table has cancel (a file request
+ * starts no more chunks); a verbs request's work requests on the wire
+ * cannot be recalled. */
+RX_EXPORT
+int rdmaxfer_req_cancel(struct rdmaxfer_req *req)
+{
+	if (!req)
+		return -EINVAL;
+	if (!req->ops || !req->ops->cancel)
+		return -EOPNOTSUPP;
+	return req->ops->cancel(req);
+}
+
+int rx_req_new(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
+	       uint64_t bytes, const struct rx_req_ops *ops, void *priv,
+	       struct rdmaxfer_req **reqp)
+{
+	struct rdmaxfer_req *req = calloc(1, sizeof(*req));
+
+	if (!req)
+		return -ENOMEM;
+	req->peer = peer;
+	req->op = op;
+	req->state = RX_REQ_IDLE;
+	req->wc_status = -1;
+	req->bytes = bytes;
+	req->ops = ops;
+	req->priv = priv;
+	*reqp = req;
+	return 0;
+}
+
+void rx_req_link(struct rdmaxfer_req *req)
+{
+	struct rdmaxfer_agent *agent = req->peer->agent;
+
+	pthread_mutex_lock(&agent->lock);
+	req->peer->nreqs++;
+	rx_list_add_tail(&agent->reqs, &req->node);
+	pthread_mutex_unlock(&agent->lock);
+}
+
+void rx_req_unlink(struct rdmaxfer_req *req)
+{
+	struct rdmaxfer_agent *agent = req->peer->agent;
+
+	pthread_mutex_lock(&agent->lock);
+	req->peer->nreqs--;
+	rx_list_del(&req->node);
+	pthread_mutex_unlock(&agent->lock);
 }

@@ -29,6 +29,8 @@
 
 #include "file.h"
 
+static const struct rx_req_ops file_req_ops;
+
 struct rx_file_req {
 	struct rdmaxfer_req *req;	/* the public handle */
 	struct rdmaxfer_file *file;
@@ -121,20 +123,12 @@ int rdmaxfer_file_prepare(struct rdmaxfer_file *file,
 		rx_file_fail(file, ret, "remote range outside the peer's exports");
 		goto out;
 	}
-	req = calloc(1, sizeof(*req));
 	fr = calloc(1, sizeof(*fr));
-	if (!req || !fr) {
-		free(req);
+	if (!fr || rx_req_new(peer, op, range->len, &file_req_ops, fr, &req)) {
 		free(fr);
 		ret = rx_file_fail(file, -ENOMEM, "out of memory");
 		goto out;
 	}
-	req->peer = peer;
-	req->op = op;
-	req->state = RX_REQ_IDLE;
-	req->wc_status = -1;
-	req->bytes = range->len;
-	req->file = fr;
 	fr->req = req;
 	fr->file = file;
 	fr->to_peer = op == RDMAXFER_OP_WRITE;
@@ -143,10 +137,7 @@ int rdmaxfer_file_prepare(struct rdmaxfer_file *file,
 	fr->state = RX_REQ_IDLE;
 	fr->own_fd = -1;
 	rx_list_add_tail(&file->reqs, &fr->node);
-	pthread_mutex_lock(&agent->lock);
-	peer->nreqs++;
-	rx_list_add_tail(&agent->reqs, &req->node);
-	pthread_mutex_unlock(&agent->lock);
+	rx_req_link(req);
 	*reqp = req;
 out:
 	pthread_mutex_unlock(&file->lock);
@@ -451,9 +442,9 @@ static bool fr_step(struct rx_file_req *fr)
 	return busy;
 }
 
-int rx_file_req_post(struct rdmaxfer_req *req)
+static int file_req_post(struct rdmaxfer_req *req)
 {
-	struct rx_file_req *fr = req->file;
+	struct rx_file_req *fr = req->priv;
 	struct rdmaxfer_file *file = fr->file;
 	struct rdmaxfer_peer *peer = req->peer;
 	struct rdmaxfer_agent *agent = peer->agent;
@@ -514,9 +505,9 @@ static int fr_result(const struct rx_file_req *fr)
 	return rx_state_result(fr->state, fr->res.err);
 }
 
-int rx_file_req_test(struct rdmaxfer_req *req)
+static int file_req_test(struct rdmaxfer_req *req)
 {
-	struct rx_file_req *fr = req->file;
+	struct rx_file_req *fr = req->priv;
 	int ret;
 
 	pthread_mutex_lock(&fr->file->lock);
@@ -532,9 +523,9 @@ int rx_file_req_test(struct rdmaxfer_req *req)
  * completion channel, and its wake eventfd that the engine's io_uring
  * signals) unless something is ready already.
  */
-int rx_file_req_wait(struct rdmaxfer_req *req, int timeout_ms)
+static int file_req_wait(struct rdmaxfer_req *req, int timeout_ms)
 {
-	struct rx_file_req *fr = req->file;
+	struct rx_file_req *fr = req->priv;
 	struct rdmaxfer_file *file = fr->file;
 	struct rdmaxfer_agent *agent = req->peer->agent;
 	int64_t deadline = rx_deadline(timeout_ms), until;
@@ -580,11 +571,11 @@ int rx_file_req_wait(struct rdmaxfer_req *req, int timeout_ms)
 	}
 }
 
-int rx_file_req_free(struct rdmaxfer_req *req)
+/* the engine's half of rdmaxfer_req_free(); the core unlinks req */
+static int file_req_free(struct rdmaxfer_req *req)
 {
-	struct rx_file_req *fr = req->file;
+	struct rx_file_req *fr = req->priv;
 	struct rdmaxfer_file *file = fr->file;
-	struct rdmaxfer_agent *agent = req->peer->agent;
 
 	pthread_mutex_lock(&file->lock);
 	if (fr->state == RX_REQ_ACTIVE) {
@@ -593,12 +584,8 @@ int rx_file_req_free(struct rdmaxfer_req *req)
 	}
 	rx_list_del(&fr->node);
 	pthread_mutex_unlock(&file->lock);
-	pthread_mutex_lock(&agent->lock);
-	req->peer->nreqs--;
-	rx_list_del(&req->node);
-	pthread_mutex_unlock(&agent->lock);
 	free(fr);
-	free(req);
+	req->priv = NULL;
 	return 0;
 }
 
@@ -607,9 +594,9 @@ int rx_file_req_free(struct rdmaxfer_req *req)
  * its RDMA legs are freed by the agent too, so the engine forgets them;
  * what is on its ring is dropped with the ring.
  */
-void rx_file_req_release(struct rdmaxfer_req *req)
+static void file_req_release(struct rdmaxfer_req *req)
 {
-	struct rx_file_req *fr = req->file;
+	struct rx_file_req *fr = req->priv;
 	struct rdmaxfer_file *file = fr->file;
 	uint32_t i;
 
@@ -629,12 +616,12 @@ void rx_file_req_release(struct rdmaxfer_req *req)
 	rx_list_del(&fr->node);
 	pthread_mutex_unlock(&file->lock);
 	free(fr);
-	req->file = NULL;
+	req->priv = NULL;
 }
 
-const char *rx_file_req_strerror(const struct rdmaxfer_req *req)
+static const char *file_req_strerror(const struct rdmaxfer_req *req)
 {
-	const struct rx_file_req *fr = req->file;
+	const struct rx_file_req *fr = req->priv;
 
 	if (fr->state == RX_REQ_FAILED && fr->msg[0])
 		return fr->msg;
@@ -647,9 +634,9 @@ int rdmaxfer_file_req_result(struct rdmaxfer_req *req,
 {
 	struct rx_file_req *fr;
 
-	if (!req || !res || !req->file)
+	if (!req || !res || req->ops != &file_req_ops)
 		return -EINVAL;
-	fr = req->file;
+	fr = req->priv;
 	pthread_mutex_lock(&fr->file->lock);
 	*res = fr->res;
 	res->err = fr_result(fr);
@@ -659,16 +646,11 @@ int rdmaxfer_file_req_result(struct rdmaxfer_req *req,
 	return 0;
 }
 
-RX_EXPORT
-int rdmaxfer_req_cancel(struct rdmaxfer_req *req)
+/* rdmaxfer_req_cancel() of a file request */
+static int file_req_cancel(struct rdmaxfer_req *req)
 {
-	struct rx_file_req *fr;
+	struct rx_file_req *fr = req->priv;
 
-	if (!req)
-		return -EINVAL;
-	if (!req->file)
-		return -EOPNOTSUPP;
-	fr = req->file;
 	pthread_mutex_lock(&fr->file->lock);
 	if (fr->state != RX_REQ_ACTIVE) {
 		pthread_mutex_unlock(&fr->file->lock);
@@ -684,6 +666,16 @@ int rdmaxfer_req_cancel(struct rdmaxfer_req *req)
 	pthread_mutex_unlock(&fr->file->lock);
 	return 0;
 }
+
+static const struct rx_req_ops file_req_ops = {
+	.post = file_req_post,
+	.test = file_req_test,
+	.wait = file_req_wait,
+	.cancel = file_req_cancel,
+	.free = file_req_free,
+	.release = file_req_release,
+	.strerror = file_req_strerror,
+};
 
 /*
  * rdmaxfer_progress(): one step of each engine with a request in

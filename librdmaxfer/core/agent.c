@@ -190,7 +190,6 @@ static int agent_new(const struct rdmaxfer_agent_attr *attr,
 	rx_list_init(&agent->peers);
 	rx_list_init(&agent->accept_q);
 	rx_list_init(&agent->reqs);
-	rx_list_init(&agent->file_active);
 	rx_list_init(&agent->deferred);
 	rx_list_init(&agent->mems);
 	rx_list_init(&agent->mem_spares);

@@ -348,6 +348,8 @@ struct rdmaxfer_agent {
 	} ext[RX_EXT_MAX];
 	unsigned int n_ext;
 	unsigned int n_ext_init;
+	/* bit i: ext[i] has work for rdmaxfer_progress() (rx_ext_busy()) */
+	uint32_t ext_busy;
 
 	uint8_t *recv_buf;
 	struct ibv_mr *recv_mr;
@@ -423,10 +425,6 @@ struct rdmaxfer_agent {
 					 * async event was queued for us */
 	uint64_t progress_gen;		/* bumped after every thread round */
 	uint32_t cm_tick;		/* progress_data_locked() turns (xfer.c) */
-	/* file.c: engines with a request in progress, stepped by
-	 * rdmaxfer_progress() (rx_file_progress()) */
-	struct rx_list file_active;
-	uint64_t file_round;
 	/* struct rx_dep: rings, ring writers, bound file engines */
 	struct rx_list deps;
 };
@@ -508,6 +506,8 @@ struct rx_ext {
 	 * handles, before the cache), or a create that failed after init:
 	 * reverse order, only where init ran */
 	void (*fini)(struct rdmaxfer_agent *agent, void *state);
+	/* rdmaxfer_progress(), no lock held, while rx_ext_busy() said so */
+	void (*progress)(struct rdmaxfer_agent *agent, void *state);
 };
 
 #define RX_EXT_REGISTER(ext)						\
@@ -527,6 +527,11 @@ static inline void *rx_agent_ext(const struct rdmaxfer_agent *agent,
 			return agent->ext[i].state;
 	return NULL;
 }
+
+/* ext.c, lock held: ext has (or no longer has) work for
+ * rdmaxfer_progress() */
+void rx_ext_busy(struct rdmaxfer_agent *agent, const struct rx_ext *ext,
+		 bool busy);
 
 /* agent.c */
 void rx_dep_add(struct rdmaxfer_agent *agent, struct rx_dep *dep,
@@ -635,7 +640,5 @@ bool rx_rings_pending(struct rdmaxfer_agent *agent);
 void rx_rings_deliver(struct rdmaxfer_agent *agent);
 void rx_ring_peer_gone(struct rdmaxfer_peer *peer);
 
-/* file_req.c: a step of every file engine with a request in progress */
-void rx_file_progress(struct rdmaxfer_agent *agent);
 
 #endif /* RDMAXFER_CORE_H */

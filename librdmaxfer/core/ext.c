@@ -87,3 +87,29 @@ const struct rx_mem_ops *rx_mem_kind(const struct rdmaxfer_agent *agent,
 	}
 	return NULL;
 }
+
+void rx_ext_busy(struct rdmaxfer_agent *agent, const struct rx_ext *ext,
+		 bool busy)
+{
+	unsigned int i;
+
+	for (i = 0; i < agent->n_ext; i++) {
+		if (agent->ext[i].ext != ext)
+			continue;
+		if (busy)
+			agent->ext_busy |= 1U << i;
+		else
+			agent->ext_busy &= ~(1U << i);
+		return;
+	}
+}
+
+void rx_exts_progress(struct rdmaxfer_agent *agent, uint32_t busy)
+{
+	unsigned int i;
+
+	for (i = 0; i < agent->n_ext; i++)
+		if ((busy & (1U << i)) && agent->ext[i].ext->progress)
+			agent->ext[i].ext->progress(agent,
+						    agent->ext[i].state);
+}

@@ -86,6 +86,9 @@ void rx_deps_gone(struct rdmaxfer_agent *agent);
  * whose init ran, in reverse, and the states freed (idempotent) */
 int rx_exts_init(struct rdmaxfer_agent *agent);
 void rx_exts_fini(struct rdmaxfer_agent *agent);
+/* no lock held: the progress hook of each extension whose bit is in busy
+ * (agent->ext_busy, read under the lock) */
+void rx_exts_progress(struct rdmaxfer_agent *agent, uint32_t busy);
 /* the table of memory kind 'kind' and *statep its extension's state on
  * the agent, or NULL: no extension is that kind */
 const struct rx_mem_ops *rx_mem_kind(const struct rdmaxfer_agent *agent,

@@ -208,17 +208,17 @@ void *rx_progress_thread(void *arg)
 RX_EXPORT
 int rdmaxfer_progress(struct rdmaxfer_agent *agent)
 {
-	bool files;
+	uint32_t busy;
 	int ret;
 
 	if (!agent)
 		return -EINVAL;
 	pthread_mutex_lock(&agent->lock);
 	ret = rx_progress_locked(agent);
-	files = !rx_list_empty(&agent->file_active);
+	busy = agent->ext_busy;
 	pthread_mutex_unlock(&agent->lock);
 	rx_deliver_notifs(agent);
-	if (ret >= 0 && files)
-		rx_file_progress(agent);	/* file requests (file_req.c) */
+	if (ret >= 0 && busy)
+		rx_exts_progress(agent, busy);	/* file requests, for one */
 	return ret;
 }

@@ -39,6 +39,14 @@ struct file_slot {
 	uint64_t pos;			/* its offset in the range */
 };
 
+/* The file room's state on an agent: the engines with a request in
+ * progress, stepped by rdmaxfer_progress() (file_progress(), file_req.c),
+ * under the agent lock. */
+struct rx_file_agent {
+	struct rx_list active;
+	uint64_t round;
+};
+
 struct rdmaxfer_file {
 	pthread_mutex_t lock;
 	struct io_uring ring;
@@ -54,9 +62,9 @@ struct rdmaxfer_file {
 	struct file_slot *slots;	/* qdepth, of the active request */
 	struct rx_list reqs;		/* struct rx_file_req prepared */
 	struct rx_file_req *active;	/* the request in progress */
-	struct rx_list active_node;	/* agent->file_active (its lock) */
+	struct rx_list active_node;	/* rx_file_agent.active (agent lock) */
 	struct rx_dep dep;		/* on agent, while bound to it */
-	uint64_t round;			/* rx_file_progress() pass */
+	uint64_t round;			/* file_progress() pass */
 	unsigned int stalls;		/* submits in a row taking none */
 	struct {
 		enum file_inject_point point;

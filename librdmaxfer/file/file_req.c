@@ -30,6 +30,7 @@
 #include "file.h"
 
 static const struct rx_req_ops file_req_ops;
+static const struct rx_ext rx_ext_file;
 
 struct rx_file_req {
 	struct rdmaxfer_req *req;	/* the public handle */
@@ -348,6 +349,7 @@ static void fr_finish(struct rx_file_req *fr)
 {
 	struct rdmaxfer_file *file = fr->file;
 	struct rdmaxfer_agent *agent = fr->req->peer->agent;
+	struct rx_file_agent *fa;
 
 	if (fr->own_fd >= 0)
 		close(fr->own_fd);
@@ -357,6 +359,9 @@ static void fr_finish(struct rx_file_req *fr)
 	file->active = NULL;
 	pthread_mutex_lock(&agent->lock);
 	rx_list_del(&file->active_node);
+	fa = rx_agent_ext(agent, &rx_ext_file);
+	if (rx_list_empty(&fa->active))
+		rx_ext_busy(agent, &rx_ext_file, false);
 	pthread_mutex_unlock(&agent->lock);
 	rx_file_account(file, &fr->res);
 }
@@ -448,6 +453,7 @@ static int file_req_post(struct rdmaxfer_req *req)
 	struct rdmaxfer_file *file = fr->file;
 	struct rdmaxfer_peer *peer = req->peer;
 	struct rdmaxfer_agent *agent = peer->agent;
+	struct rx_file_agent *fa;
 	uint32_t flags;
 	int ret, fd, own;
 
@@ -492,7 +498,9 @@ static int file_req_post(struct rdmaxfer_req *req)
 	fr->state = RX_REQ_ACTIVE;
 	file->active = fr;
 	pthread_mutex_lock(&agent->lock);
-	rx_list_add_tail(&agent->file_active, &file->active_node);
+	fa = rx_agent_ext(agent, &rx_ext_file);
+	rx_list_add_tail(&fa->active, &file->active_node);
+	rx_ext_busy(agent, &rx_ext_file, true);
 	pthread_mutex_unlock(&agent->lock);
 	fr_step(fr);
 out:
@@ -683,17 +691,18 @@ static const struct rx_req_ops file_req_ops = {
  * (trylock: the agent lock is held while looking, and the order is the
  * engine's lock first); one whose lock is taken cannot leave the list.
  */
-void rx_file_progress(struct rdmaxfer_agent *agent)
+static void file_progress(struct rdmaxfer_agent *agent, void *state)
 {
+	struct rx_file_agent *fa = state;
 	struct rdmaxfer_file *file;
 	struct rx_list *l;
 	uint64_t round;
 
 	pthread_mutex_lock(&agent->lock);
-	round = ++agent->file_round;
+	round = ++fa->round;
 	for (;;) {
 		file = NULL;
-		for (l = agent->file_active.next; l != &agent->file_active;
+		for (l = fa->active.next; l != &fa->active;
 		     l = l->next) {
 			struct rdmaxfer_file *f =
 				rx_container_of(l, struct rdmaxfer_file,
@@ -716,6 +725,22 @@ void rx_file_progress(struct rdmaxfer_agent *agent)
 		pthread_mutex_lock(&agent->lock);
 	}
 }
+
+static int file_agent_init(struct rdmaxfer_agent *agent, void *state)
+{
+	struct rx_file_agent *fa = state;
+
+	rx_list_init(&fa->active);
+	return 0;
+}
+
+static const struct rx_ext rx_ext_file = {
+	.name = "file",
+	.state_size = sizeof(struct rx_file_agent),
+	.init = file_agent_init,
+	.progress = file_progress,
+};
+RX_EXT_REGISTER(rx_ext_file);
 
 /* ---------------------------------- the blocking calls (LIBRDMAXFER_1.5) */
 

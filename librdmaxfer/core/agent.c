@@ -196,7 +196,6 @@ static int agent_new(const struct rdmaxfer_agent_attr *attr,
 	rx_list_init(&agent->async_node);
 	rx_list_init(&agent->deps);
 	agent->gen_stale_min = UINT64_MAX;
-	rx_list_init(&agent->rings);
 	agent->wake_fd = -1;
 	*agentp = agent;
 	return 0;
@@ -524,7 +523,7 @@ int rdmaxfer_agent_query(struct rdmaxfer_agent *agent,
 
 		info->npeers++;
 		/* as conn.c's half_open(): a ring's writers are the ring's */
-		if (!peer->initiator && !peer->handed_out && !peer->ring)
+		if (!peer->initiator && !peer->handed_out && !peer->owner_ext)
 			info->npeers_half_open++;
 	}
 	pthread_mutex_unlock(&agent->lock);

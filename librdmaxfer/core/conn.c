@@ -57,7 +57,7 @@ static unsigned int half_open(struct rdmaxfer_agent *agent)
 		struct rdmaxfer_peer *peer =
 			rx_container_of(l, struct rdmaxfer_peer, node);
 
-		if (!peer->initiator && !peer->handed_out && !peer->ring)
+		if (!peer->initiator && !peer->handed_out && !peer->owner_ext)
 			n++;
 	}
 	return n;

@@ -152,9 +152,11 @@ struct rdmaxfer_peer {
 	/* its notifications queued or held for the application (bounded
 	 * by max_notifs_peer, notif.c) */
 	uint32_t nnotifs;
-	/* the ring it writes grains into (ring.c): its immediates go there,
-	 * not to the application */
-	struct rdmaxfer_ring *ring;
+	/* the extension that took this peer for its own (a ring's writer:
+	 * its immediates go to the ring), and its object: not the
+	 * application's, not half-open; NULL: the application's */
+	const struct rx_ext *owner_ext;
+	void *owner;
 	struct rx_exports exports;
 	/* passive peer not handed out yet: freed when not CONNECTED by then;
 	 * a failed peer: its requests are aborted when not flushed by then */
@@ -374,10 +376,10 @@ struct rdmaxfer_agent {
 	uint32_t held_head, nheld;
 	/* hostile-input counters (rdmaxfer_agent_stats()), lock held */
 	struct rdmaxfer_agent_stats stats;
-	struct rx_list rings;		/* struct rdmaxfer_ring (ring.c) */
-	/* rings of it with a callback: written under the lock, read
-	 * without it as a hint, like notif_fn (rx_has_callbacks()) */
-	uint32_t ring_cbs;
+	/* extensions' objects with a callback of their own (rings): written
+	 * under the lock, read without it as a hint, like notif_fn
+	 * (rx_has_callbacks()) */
+	uint32_t ext_cbs;
 	rdmaxfer_notif_fn notif_fn;
 	void *notif_user;
 	bool delivering;		/* a thread is running the callback */
@@ -508,6 +510,18 @@ struct rx_ext {
 	void (*fini)(struct rdmaxfer_agent *agent, void *state);
 	/* rdmaxfer_progress(), no lock held, while rx_ext_busy() said so */
 	void (*progress)(struct rdmaxfer_agent *agent, void *state);
+	/* agent lock held: a peer's notification, before the application's
+	 * queue (true: the extension's, taken) */
+	bool (*notif)(struct rdmaxfer_agent *agent, void *state,
+		      struct rdmaxfer_peer *peer,
+		      const struct rdmaxfer_notif *n);
+	/* agent lock held: deliveries of its own waiting; run them (by the
+	 * one deliverer, rx_deliver_notifs(), the lock dropped around each
+	 * callback) */
+	bool (*pending)(struct rdmaxfer_agent *agent, void *state);
+	void (*deliver)(struct rdmaxfer_agent *agent, void *state);
+	/* agent lock held: a peer it owns (peer->owner_ext) is freed */
+	void (*peer_gone)(struct rdmaxfer_peer *peer);
 };
 
 #define RX_EXT_REGISTER(ext)						\
@@ -628,17 +642,5 @@ int rx_ring_attach_decode(const void *buf, size_t len, uint64_t *addr,
  * The extensions' entry points the core still calls by name: the tables
  * (struct rx_mem_ops, rx_req_ops, the hooks of struct rx_ext) replace them.
  */
-/*
- * ring_recv.c, for notif.c (agent lock held): an immediate or a
- * message of a peer, which returns true when it was the rings' (a grain
- * of the ring the peer is attached to, or an attach); the rings'
- * callbacks, run where the application's are; a peer going away.
- */
-bool rx_ring_recv(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *peer,
-		  const struct rdmaxfer_notif *n);
-bool rx_rings_pending(struct rdmaxfer_agent *agent);
-void rx_rings_deliver(struct rdmaxfer_agent *agent);
-void rx_ring_peer_gone(struct rdmaxfer_peer *peer);
-
 
 #endif /* RDMAXFER_CORE_H */

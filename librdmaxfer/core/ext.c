@@ -113,3 +113,36 @@ void rx_exts_progress(struct rdmaxfer_agent *agent, uint32_t busy)
 			agent->ext[i].ext->progress(agent,
 						    agent->ext[i].state);
 }
+
+bool rx_exts_notif(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *peer,
+		   const struct rdmaxfer_notif *n)
+{
+	unsigned int i;
+
+	for (i = 0; i < agent->n_ext; i++)
+		if (agent->ext[i].ext->notif &&
+		    agent->ext[i].ext->notif(agent, agent->ext[i].state, peer,
+					     n))
+			return true;
+	return false;
+}
+
+bool rx_exts_pending(struct rdmaxfer_agent *agent)
+{
+	unsigned int i;
+
+	for (i = 0; i < agent->n_ext; i++)
+		if (agent->ext[i].ext->pending &&
+		    agent->ext[i].ext->pending(agent, agent->ext[i].state))
+			return true;
+	return false;
+}
+
+void rx_exts_deliver(struct rdmaxfer_agent *agent)
+{
+	unsigned int i;
+
+	for (i = 0; i < agent->n_ext; i++)
+		if (agent->ext[i].ext->deliver)
+			agent->ext[i].ext->deliver(agent, agent->ext[i].state);
+}

@@ -89,6 +89,12 @@ void rx_exts_fini(struct rdmaxfer_agent *agent);
 /* no lock held: the progress hook of each extension whose bit is in busy
  * (agent->ext_busy, read under the lock) */
 void rx_exts_progress(struct rdmaxfer_agent *agent, uint32_t busy);
+/* agent lock held: the notif hooks in registry order until one takes n;
+ * does any extension have deliveries waiting; run them */
+bool rx_exts_notif(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *peer,
+		   const struct rdmaxfer_notif *n);
+bool rx_exts_pending(struct rdmaxfer_agent *agent);
+void rx_exts_deliver(struct rdmaxfer_agent *agent);
 /* the table of memory kind 'kind' and *statep its extension's state on
  * the agent, or NULL: no extension is that kind */
 const struct rx_mem_ops *rx_mem_kind(const struct rdmaxfer_agent *agent,
@@ -208,7 +214,7 @@ static inline bool rx_peer_sendable(const struct rdmaxfer_peer *peer)
 static inline bool rx_has_callbacks(const struct rdmaxfer_agent *agent)
 {
 	return agent->notif_fn ||
-	       __atomic_load_n(&agent->ring_cbs, __ATOMIC_RELAXED);
+	       __atomic_load_n(&agent->ext_cbs, __ATOMIC_RELAXED);
 }
 
 /* Lock held: ring held doorbells, if any (test, wait and progress). */

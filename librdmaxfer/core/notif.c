@@ -263,8 +263,8 @@ uint32_t rx_recv_completion(struct rdmaxfer_agent *agent, struct ibv_wc *wc)
 	}
 	n->peer = peer;
 	n->peer_id = peer ? peer->remote_id : 0;
-	/* a ring's grains and attaches are the ring's (ring_recv.c) */
-	if (peer && rx_ring_recv(agent, peer, n))
+	/* an extension's own (a ring's grains and attaches) */
+	if (peer && rx_exts_notif(agent, peer, n))
 		goto out;
 	if (peer && peer->nnotifs >= agent->attr.max_notifs_peer) {
 		/* one peer's share of the queue is bounded: it is failed,
@@ -539,7 +539,7 @@ void rx_deliver_notifs(struct rdmaxfer_agent *agent)
 	/* one deliverer at a time keeps the callback order = arrival order */
 	if (agent->delivering ||
 	    ((!agent->notif_fn || !agent->notifs.count) &&
-	     !rx_rings_pending(agent))) {
+	     !rx_exts_pending(agent))) {
 		pthread_mutex_unlock(&agent->lock);
 		return;
 	}
@@ -556,8 +556,9 @@ void rx_deliver_notifs(struct rdmaxfer_agent *agent)
 		fn(user, n);
 		pthread_mutex_lock(&agent->lock);
 	}
-	/* the rings' callbacks, with the same one-deliverer rule */
-	rx_rings_deliver(agent);
+	/* the extensions' callbacks (rings'), with the same one-deliverer
+	 * rule */
+	rx_exts_deliver(agent);
 	agent->delivering = false;
 	/* rdmaxfer_set_notif_cb() may wait for this callback to return */
 	pthread_cond_broadcast(&agent->cond);

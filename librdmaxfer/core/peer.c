@@ -197,7 +197,8 @@ void rx_peer_free(struct rdmaxfer_peer *peer)
 	unsigned int i;
 
 	scrub_notifs(peer);
-	rx_ring_peer_gone(peer);
+	if (peer->owner_ext && peer->owner_ext->peer_gone)
+		peer->owner_ext->peer_gone(peer);
 	for (i = 0; i < peer->nqps; i++) {
 		if (peer->qps[i].id && peer->qps[i].established &&
 		    !peer->qps[i].disconnecting && !peer->agent->port_down)
@@ -489,7 +490,7 @@ void rx_qp_established(struct rx_qp *q)
 		peer->state = RDMAXFER_PEER_CONNECTED;
 		peer->deadline_ns = 0;
 		/* a ring's writer is the ring's, not the application's */
-		if (!peer->initiator && !peer->ring)
+		if (!peer->initiator && !peer->owner_ext)
 			rx_list_add_tail(&agent->accept_q, &peer->accept_node);
 	}
 }

@@ -835,7 +835,7 @@ int rdmaxfer_req_test(struct rdmaxfer_req *req)
 	ret = req_result(req);
 	rx_data_unlock(agent);
 	if ((agent->notifs.count && agent->notif_fn) ||
-	    __atomic_load_n(&agent->ring_cbs, __ATOMIC_RELAXED))
+	    __atomic_load_n(&agent->ext_cbs, __ATOMIC_RELAXED))
 		rx_deliver_notifs(agent);
 	return ret;
 }

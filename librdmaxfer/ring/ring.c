@@ -135,7 +135,7 @@ static int ring_alloc(struct rdmaxfer_agent *agent, uint32_t n,
 	ring->slots_rkey = slots.rkey;
 	/* from here on its writers' immediates come to it */
 	pthread_mutex_lock(&agent->lock);
-	rx_list_add_tail(&agent->rings, &ring->node);
+	rx_list_add_tail(&ring_agent_of(agent)->rings, &ring->node);
 	ring->linked = true;
 	pthread_mutex_unlock(&agent->lock);
 	rx_dep_add(agent, &ring->dep, ring_agent_gone);
@@ -180,8 +180,8 @@ static void ring_has_cb(struct rdmaxfer_ring *ring, bool on)
 	struct rdmaxfer_agent *agent = ring->agent;
 
 	if (ring->has_cb != on)
-		__atomic_store_n(&agent->ring_cbs,
-				 on ? agent->ring_cbs + 1 : agent->ring_cbs - 1,
+		__atomic_store_n(&agent->ext_cbs,
+				 on ? agent->ext_cbs + 1 : agent->ext_cbs - 1,
 				 __ATOMIC_RELAXED);
 	ring->has_cb = on;
 }
@@ -206,9 +206,10 @@ static void ring_unlink(struct rdmaxfer_ring *ring)
 		struct rdmaxfer_peer *peer =
 			rx_container_of(l, struct rdmaxfer_peer, node);
 
-		if (peer->ring != ring)
+		if (rx_peer_ring(peer) != ring)
 			continue;
-		peer->ring = NULL;
+		peer->owner_ext = NULL;
+		peer->owner = NULL;
 		rx_peer_fail(peer, -ESHUTDOWN);
 	}
 	ring->nwriters = 0;
@@ -567,7 +568,7 @@ int rdmaxfer_ring_wait_samples(struct rdmaxfer_ring *ring, int timeout_ms,
 }
 
 /* A sample write's immediate to the ring's callback, outside the agent
- * lock; one that names no write (which rx_ring_recv() let through only
+ * lock; one that names no write (which ring_notif() let through only
  * if it did not come from the network) is dropped. */
 void rx_ring_samples_cb(struct rdmaxfer_ring *ring, uint32_t imm)
 {

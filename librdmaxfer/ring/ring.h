@@ -19,6 +19,26 @@
 
 #define NO_GRAIN		UINT64_MAX
 
+/* The ring room's state on an agent (ring_recv.c's rx_ext_ring). */
+struct rx_ring_agent {
+	struct rx_list rings;		/* struct rdmaxfer_ring, agent lock */
+};
+
+extern const struct rx_ext rx_ext_ring;
+
+static inline struct rx_ring_agent *
+ring_agent_of(struct rdmaxfer_agent *agent)
+{
+	return rx_agent_ext(agent, &rx_ext_ring);
+}
+
+/* the ring a peer writes grains into (its writer is the ring's), or NULL */
+static inline struct rdmaxfer_ring *
+rx_peer_ring(const struct rdmaxfer_peer *peer)
+{
+	return peer->owner_ext == &rx_ext_ring ? peer->owner : NULL;
+}
+
 struct rdmaxfer_ring {
 	struct rdmaxfer_agent *agent;
 	pthread_mutex_t lock;
@@ -42,14 +62,14 @@ struct rdmaxfer_ring {
 	void *user;
 	struct rx_dep dep;		/* agent NULL once the agent is gone */
 
-	/* under the agent lock (rx_ring_recv()) */
-	struct rx_list node;		/* agent->rings */
+	/* under the agent lock (ring_recv.c) */
+	struct rx_list node;		/* rx_ring_agent.rings */
 	uint32_t *q;			/* immediates not taken yet, n_slots */
 	uint32_t q_head, q_count;
 	uint64_t recv_next;		/* the next index (or head) to come */
 	uint32_t nwriters;		/* peers attached */
 	bool has_cb;			/* fn or sfn: delivered by progress */
-	bool linked;			/* on agent->rings */
+	bool linked;			/* on rx_ring_agent.rings */
 	uint64_t slots_addr;		/* what an attach names */
 	uint32_t slots_rkey;
 };

@@ -28,22 +28,24 @@ static void ring_attach_peer(struct rdmaxfer_agent *agent,
 			     struct rdmaxfer_peer *peer, uint64_t addr,
 			     uint32_t rkey)
 {
+	struct rx_ring_agent *ra = ring_agent_of(agent);
 	struct rdmaxfer_ring *ring = NULL;
 	struct rx_list *l;
 
-	for (l = agent->rings.next; l != &agent->rings; l = l->next) {
+	for (l = ra->rings.next; l != &ra->rings; l = l->next) {
 		ring = rx_container_of(l, struct rdmaxfer_ring, node);
 		if (ring->slots_addr == addr && ring->slots_rkey == rkey)
 			break;
 		ring = NULL;
 	}
-	if (peer->ring == ring && ring)
+	if (rx_peer_ring(peer) == ring && ring)
 		return;			/* again: nothing changes */
-	if (!ring || peer->ring || ring->nwriters >= MAX_WRITERS) {
+	if (!ring || peer->owner_ext || ring->nwriters >= MAX_WRITERS) {
 		ring_proto_error(agent, peer);
 		return;
 	}
-	peer->ring = ring;
+	peer->owner_ext = &rx_ext_ring;
+	peer->owner = ring;
 	ring->nwriters++;
 	/* the ring's now, not the application's to accept */
 	rx_list_del(&peer->accept_node);
@@ -56,10 +58,10 @@ static void ring_attach_peer(struct rdmaxfer_agent *agent,
  * what the ring's writer can send, and queued for the ring (true).
  * Anything else is the application's (false).
  */
-bool rx_ring_recv(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *peer,
-		  const struct rdmaxfer_notif *n)
+static bool ring_notif(struct rdmaxfer_agent *agent, void *state,
+		       struct rdmaxfer_peer *peer, const struct rdmaxfer_notif *n)
 {
-	struct rdmaxfer_ring *ring = peer->ring;
+	struct rdmaxfer_ring *ring = rx_peer_ring(peer);
 	uint64_t addr, head;
 	uint32_t rkey, count;
 	int32_t ahead;
@@ -109,11 +111,12 @@ bool rx_ring_recv(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *peer,
 }
 
 /* Agent lock held: a ring with a callback has immediates waiting. */
-bool rx_rings_pending(struct rdmaxfer_agent *agent)
+static bool ring_pending(struct rdmaxfer_agent *agent, void *state)
 {
+	struct rx_ring_agent *ra = state;
 	struct rx_list *l;
 
-	for (l = agent->rings.next; l != &agent->rings; l = l->next) {
+	for (l = ra->rings.next; l != &ra->rings; l = l->next) {
 		struct rdmaxfer_ring *ring =
 			rx_container_of(l, struct rdmaxfer_ring, node);
 
@@ -129,14 +132,16 @@ bool rx_rings_pending(struct rdmaxfer_agent *agent)
  * callback, the lock dropped around each call.  The list is searched
  * again after every call, which may have destroyed a ring.
  */
-void rx_rings_deliver(struct rdmaxfer_agent *agent)
+static void ring_deliver(struct rdmaxfer_agent *agent, void *state)
 {
+	struct rx_ring_agent *ra = state;
+
 	for (;;) {
 		struct rdmaxfer_ring *ring = NULL;
 		struct rx_list *l;
 		uint32_t imm;
 
-		for (l = agent->rings.next; l != &agent->rings; l = l->next) {
+		for (l = ra->rings.next; l != &ra->rings; l = l->next) {
 			ring = rx_container_of(l, struct rdmaxfer_ring, node);
 			if (ring->has_cb && ring->q_count)
 				break;
@@ -154,10 +159,34 @@ void rx_rings_deliver(struct rdmaxfer_agent *agent)
 }
 
 /* Agent lock held: the peer is freed. */
-void rx_ring_peer_gone(struct rdmaxfer_peer *peer)
+static void ring_peer_gone(struct rdmaxfer_peer *peer)
 {
-	if (!peer->ring)
+	struct rdmaxfer_ring *ring = rx_peer_ring(peer);
+
+	if (!ring)
 		return;
-	peer->ring->nwriters--;
-	peer->ring = NULL;
+	ring->nwriters--;
+	peer->owner_ext = NULL;
+	peer->owner = NULL;
 }
+
+static int ring_agent_init(struct rdmaxfer_agent *agent, void *state)
+{
+	struct rx_ring_agent *ra = state;
+
+	rx_list_init(&ra->rings);
+	return 0;
+}
+
+/* The ring room: its rings on each agent, the immediates and attaches of
+ * their writers, their callbacks, their writers' peers. */
+const struct rx_ext rx_ext_ring = {
+	.name = "ring",
+	.state_size = sizeof(struct rx_ring_agent),
+	.init = ring_agent_init,
+	.notif = ring_notif,
+	.pending = ring_pending,
+	.deliver = ring_deliver,
+	.peer_gone = ring_peer_gone,
+};
+RX_EXT_REGISTER(rx_ext_ring);

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * core.h - what an extension of librdmaxfer (mem/, ring/, file/) may use
- * of the core: the types whose layout it reads, the core's calls it makes,
- * and (until the tables of the next commits replace them) the entry points
- * of the extensions that the core still calls by name.  An extension
- * includes this header, the public headers and its own room's; never
- * core/internal.h, never another extension's.  core/internal.h includes
- * it for the core.
+ * of the core: the types whose layout it reads, the tables it fills
+ * (struct rx_ext, rx_mem_ops, rx_req_ops) and the core's calls it makes.
+ * The core calls an extension only through its tables and names none.
+ * An extension includes this header, the public headers and its own
+ * room's; never core/internal.h, never another extension's
+ * (tests/check-layers.sh).  core/internal.h includes it for the core.
  *
  * One mutex per agent serialises everything that touches verbs state
  * (posting, polling, CM events, peer lists); registration-cache calls are
@@ -637,10 +637,5 @@ int rx_ring_attach_encode(uint64_t addr, uint32_t rkey, void *buf,
 			  size_t cap);
 int rx_ring_attach_decode(const void *buf, size_t len, uint64_t *addr,
 			  uint32_t *rkey);
-
-/*
- * The extensions' entry points the core still calls by name: the tables
- * (struct rx_mem_ops, rx_req_ops, the hooks of struct rx_ext) replace them.
- */
 
 #endif /* RDMAXFER_CORE_H */

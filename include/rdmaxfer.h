@@ -37,6 +37,7 @@ struct rdmaxfer_agent;
 struct rdmaxfer_peer;
 struct rdmaxfer_mem;
 struct rdmaxfer_req;
+struct rdmaxfer_desc;		/* memory, below */
 
 /* ---------------------------------------------------------------- agent */
 
@@ -309,6 +310,64 @@ uint64_t rdmaxfer_peer_id(const struct rdmaxfer_peer *peer);
 /* The last error that moved the peer out of CONNECTED (0 if none). */
 int rdmaxfer_peer_error(const struct rdmaxfer_peer *peer);
 
+/*
+ * Tell the library which descriptors the peer exported (replaces the
+ * list; n 0 clears it).  From then on every remote range of a transfer or
+ * atomic prepared on the peer must lie inside one of them, with the same
+ * rkey, or the prepare fails with -ERANGE before anything is posted (a
+ * range the peer refuses would otherwise fail remotely and take the QP and
+ * its other requests down).  Without a list only the bounds are checked.
+ * Errors: -EINVAL (NULL, n over RDMAXFER_MD_MAX_DESCS, unknown kind),
+ * -ERANGE (a descriptor of length 0 or wrapping), -ENOMEM.
+ * Since LIBRDMAXFER_1.1.
+ */
+int rdmaxfer_peer_set_exports(struct rdmaxfer_peer *peer,
+			      const struct rdmaxfer_desc *descs, size_t n);
+
+/* --------------------------------------------------- metadata (blobs) */
+
+#define RDMAXFER_MD_MAGIC	0x4d584452U	/* "RDXM" little-endian */
+#define RDMAXFER_MD_VERSION	1
+#define RDMAXFER_MD_MAX_DESCS	65536
+
+/*
+ * Serialise the agent's metadata (identity, device, GID, listen address)
+ * and an optional list of descriptors into buf: fixed-width little-endian
+ * fields after a header with magic, version and total length.  *lenp gets
+ * the size; with buf NULL or cap too small, -ENOSPC and *lenp the size
+ * needed.
+ */
+int rdmaxfer_md_pack(struct rdmaxfer_agent *agent,
+		     const struct rdmaxfer_desc *descs, size_t ndescs,
+		     void *buf, size_t cap, size_t *lenp);
+
+/* Parsed metadata (one allocation; free with rdmaxfer_md_free()). */
+struct rdmaxfer_md {
+	uint16_t version;
+	uint64_t agent_id;
+	char name[RDMAXFER_NAME_MAX];
+	char device[RDMAXFER_DEVNAME_MAX];
+	uint8_t port;
+	uint8_t gid_index;
+	uint8_t gid[16];
+	uint32_t max_msg_size;
+	uint32_t qps_per_peer;
+	bool listening;
+	char host[48];			/* numeric IPv4/IPv6 listen address */
+	uint16_t listen_port;
+	size_t ndescs;
+	struct rdmaxfer_desc *descs;	/* inside the same allocation */
+};
+
+/*
+ * Parse and validate a blob: every length is checked against len before it
+ * is read.  Errors: -EINVAL (NULL, truncated, bad magic, inconsistent
+ * lengths, unterminated strings, unknown memory kind, non-zero reserved
+ * bits), -EPROTO (another metadata version), -ENOMEM.
+ */
+int rdmaxfer_md_parse(const void *blob, size_t len, struct rdmaxfer_md **mdp);
+void rdmaxfer_md_free(struct rdmaxfer_md *md);
+
 /* --------------------------------------------------------------- memory */
 
 /* Memory kinds.  HOST, ODP and DMABUF (rdmaxfer_mem_register_dmabuf())
@@ -394,64 +453,6 @@ int rdmaxfer_mem_desc(const struct rdmaxfer_mem *mem, size_t offset,
 /* Sub-range of a descriptor (len 0: to the end); -ERANGE when outside. */
 int rdmaxfer_desc_sub(const struct rdmaxfer_desc *desc, uint64_t offset,
 		      uint64_t len, struct rdmaxfer_desc *out);
-
-/*
- * Tell the library which descriptors the peer exported (replaces the
- * list; n 0 clears it).  From then on every remote range of a transfer or
- * atomic prepared on the peer must lie inside one of them, with the same
- * rkey, or the prepare fails with -ERANGE before anything is posted (a
- * range the peer refuses would otherwise fail remotely and take the QP and
- * its other requests down).  Without a list only the bounds are checked.
- * Errors: -EINVAL (NULL, n over RDMAXFER_MD_MAX_DESCS, unknown kind),
- * -ERANGE (a descriptor of length 0 or wrapping), -ENOMEM.
- * Since LIBRDMAXFER_1.1.
- */
-int rdmaxfer_peer_set_exports(struct rdmaxfer_peer *peer,
-			      const struct rdmaxfer_desc *descs, size_t n);
-
-/* --------------------------------------------------- metadata (blobs) */
-
-#define RDMAXFER_MD_MAGIC	0x4d584452U	/* "RDXM" little-endian */
-#define RDMAXFER_MD_VERSION	1
-#define RDMAXFER_MD_MAX_DESCS	65536
-
-/*
- * Serialise the agent's metadata (identity, device, GID, listen address)
- * and an optional list of descriptors into buf: fixed-width little-endian
- * fields after a header with magic, version and total length.  *lenp gets
- * the size; with buf NULL or cap too small, -ENOSPC and *lenp the size
- * needed.
- */
-int rdmaxfer_md_pack(struct rdmaxfer_agent *agent,
-		     const struct rdmaxfer_desc *descs, size_t ndescs,
-		     void *buf, size_t cap, size_t *lenp);
-
-/* Parsed metadata (one allocation; free with rdmaxfer_md_free()). */
-struct rdmaxfer_md {
-	uint16_t version;
-	uint64_t agent_id;
-	char name[RDMAXFER_NAME_MAX];
-	char device[RDMAXFER_DEVNAME_MAX];
-	uint8_t port;
-	uint8_t gid_index;
-	uint8_t gid[16];
-	uint32_t max_msg_size;
-	uint32_t qps_per_peer;
-	bool listening;
-	char host[48];			/* numeric IPv4/IPv6 listen address */
-	uint16_t listen_port;
-	size_t ndescs;
-	struct rdmaxfer_desc *descs;	/* inside the same allocation */
-};
-
-/*
- * Parse and validate a blob: every length is checked against len before it
- * is read.  Errors: -EINVAL (NULL, truncated, bad magic, inconsistent
- * lengths, unterminated strings, unknown memory kind, non-zero reserved
- * bits), -EPROTO (another metadata version), -ENOMEM.
- */
-int rdmaxfer_md_parse(const void *blob, size_t len, struct rdmaxfer_md **mdp);
-void rdmaxfer_md_free(struct rdmaxfer_md *md);
 
 /* ------------------------------------------------------------ transfers */
 
@@ -582,11 +583,13 @@ uint64_t rdmaxfer_req_bytes(const struct rdmaxfer_req *req);
  * (ibv_wc_status_str), or of its errno when it failed before the wire. */
 const char *rdmaxfer_req_strerror(const struct rdmaxfer_req *req);
 
-/* Text for a negative errno from this library (strerror-like). */
-const char *rdmaxfer_strerror(int err);
-
-/* The -errno librdmaxfer maps a verbs work-completion status to. */
-int rdmaxfer_wc_status_errno(int ibv_wc_status);
+/*
+ * Stop a request in progress: a file request starts no more chunks and
+ * ends with -ECANCELED once what is in flight is back (bounded: see
+ * rdmaxfer_file(3)).  -EALREADY when not in progress, -EOPNOTSUPP for
+ * transfers and atomics (work requests on the wire cannot be recalled).
+ */
+int rdmaxfer_req_cancel(struct rdmaxfer_req *req);
 
 /* --------------------------------------------------------- notifications */
 
@@ -647,6 +650,14 @@ int rdmaxfer_wait_notifs(struct rdmaxfer_agent *agent,
 typedef void (*rdmaxfer_notif_fn)(void *user, const struct rdmaxfer_notif *n);
 int rdmaxfer_set_notif_cb(struct rdmaxfer_agent *agent, rdmaxfer_notif_fn fn,
 			  void *user);
+
+/* --------------------------------------------------------------- errors */
+
+/* Text for a negative errno from this library (strerror-like). */
+const char *rdmaxfer_strerror(int err);
+
+/* The -errno librdmaxfer maps a verbs work-completion status to. */
+int rdmaxfer_wc_status_errno(int ibv_wc_status);
 
 /* ------------------------------------------ on-demand paging (ODP), 1.2 */
 
@@ -929,6 +940,9 @@ int rdmaxfer_devmem_read(const struct rdmaxfer_mem *mem, size_t offset,
 			 void *buf, size_t len);
 /* "ksm", "dmabuf", "zero-based", "host", "?" */
 const char *rdmaxfer_dm_path_name(uint32_t path);
+
+/* --------------------------------------------------- files, 1.5 and 1.8 */
+
 /*
  * Files as transfer endpoints (LIBRDMAXFER_1.5, rdmaxfer_file(3)): a file
  * range (fd, offset, len) read into or written from local memory through
@@ -1052,13 +1066,7 @@ int rdmaxfer_file_req_result(struct rdmaxfer_req *req,
 			     struct rdmaxfer_file_result *res);
 int rdmaxfer_file_query(struct rdmaxfer_file *file,
 			struct rdmaxfer_file_info *info);
-/*
- * Stop a request in progress: a file request starts no more chunks and
- * ends with -ECANCELED once what is in flight is back (bounded: see
- * rdmaxfer_file(3)).  -EALREADY when not in progress, -EOPNOTSUPP for
- * transfers and atomics (work requests on the wire cannot be recalled).
- */
-int rdmaxfer_req_cancel(struct rdmaxfer_req *req);
+
 /* ------------------------------------------------ grain ring (MXL), 1.4 */
 
 struct rdmaxfer_ring;		/* target side: the ring of slots */

@@ -301,6 +301,25 @@ static inline void rc_list_del(struct rc_list *n)
 #define rc_list_entry(ptr, member) \
 	((struct regcache_entry *)((char *)(ptr) - offsetof(struct regcache_entry, member)))
 
+/* entry.c: the releases the uffd thread deferred, run by the next call
+ * of an application thread */
+void rc_run_deferred_slow(struct regcache *cache) __attribute__((cold));
+
+static inline void rc_run_deferred(struct regcache *cache)
+{
+	if (__builtin_expect(atomic_load_explicit(&cache->ndeferred,
+						  memory_order_relaxed), 0))
+		rc_run_deferred_slow(cache);
+}
+
+/* Drop one reference of 'bias'; queue the entry if it was the last. */
+static inline void rc_entry_unref(struct regcache_entry *e, uint64_t bias,
+				  struct rc_list *release)
+{
+	if (atomic_fetch_sub(&e->refs, bias) == bias)
+		rc_list_add_tail(release, &e->link);
+}
+
 /*
  * Core services for monitors, called with the write lock held.
  * rc_invalidate_range drops every indexed entry overlapping [start, end)
@@ -320,6 +339,43 @@ void rc_release_list(struct regcache *cache, struct rc_list *release);
 void rc_defer_list(struct regcache *cache, struct rc_list *release);
 /* Evict one unreferenced entry by CLOCK; false if none. */
 bool rc_evict_one(struct regcache *cache, struct rc_list *release);
+
+/* the page size, set by the first regcache_create() (regcache.c);
+ * hidden, so the hit path reads it as it did a static */
+extern size_t rc_page_size __attribute__((visibility("hidden")));
+
+/* entry.c */
+int rc_chunk_add(struct regcache *cache);
+void rc_chunk_free(const struct rc_chunk *c);
+/* a free slot, reset; locked: the caller holds the write lock */
+struct regcache_entry *rc_entry_alloc(struct regcache *cache, bool locked);
+void rc_entry_free(struct regcache *cache, struct regcache_entry *e);
+/* the dereg callback of an entry no one holds any more, and its slot */
+void rc_entry_release(struct regcache *cache, struct regcache_entry *e);
+/* is e one of this cache's entry slots (the search under the read side) */
+bool rc_entry_known_slow(struct regcache *cache,
+			 const struct regcache_entry *e);
+
+/* evict.c: the index's ins and outs, write lock held */
+void rc_unsubscribe_locked(struct regcache *cache, struct regcache_entry *e);
+void rc_remove_locked(struct regcache *cache, struct regcache_entry *e,
+		      struct rc_list *release);
+void rc_insert_locked(struct regcache *cache, struct regcache_entry *e);
+/* entries of the index gathered by an rc_itree visit (rc_collect_fn),
+ * then dropped (rc_drop_collected(): the count) */
+struct rc_collect {
+	struct rc_list list;
+	const struct regcache *cache;
+	bool only_stale;
+};
+int rc_collect_fn(struct rc_itree_node *n, void *arg);
+int rc_drop_collected(struct regcache *cache, struct rc_collect *c,
+		      struct rc_list *release);
+/* no lock held: evict idle entries until need bytes are gone */
+size_t rc_evict_bytes(struct regcache *cache, size_t need);
+
+/* stats.c: what REGCACHE_STATS prints at destroy */
+void rc_print_stats(struct regcache *cache);
 
 /* Log one line to stderr, once per process for a given message. */
 void rc_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

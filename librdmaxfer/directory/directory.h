@@ -6,7 +6,7 @@
  * The directory is an extension on top of librdmaxfer: it calls the
  * library's public API (rdmaxfer_md_pack/_parse, rdmaxfer_connect_md,
  * rdmaxfer_mem_register_access, ...) and one narrow hook of the core
- * (../peer_hook.h); the core knows nothing of it.  Its files:
+ * (core/peer_hook.h); the core knows nothing of it.  Its files:
  *   dir_codec.c   names and keys, base64, what etcd's JSON answers hold
  *   dir_state.c   the table of names a watch or list builds, and events
  *   etcd.c        requests to etcd through libcurl: endpoints, TLS, auth

@@ -29,7 +29,7 @@
 #include <curl/curl.h>
 
 #include "directory.h"
-#include "../peer_hook.h"
+#include "core/peer_hook.h"
 
 #define DIR_MAX_FOLLOWS		65536
 #define DIR_RETRY_NS		250000000LL	/* etcd unreachable: retry */

@@ -53,20 +53,31 @@ static void *app_uffd_thread(void *arg)
 		pg = m.arg.pagefault.address & ~(uintptr_t)(u->psz - 1);
 		if (m.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
 			struct uffdio_writeprotect w = {
-				.range = { pg, u->psz }, .mode = 0,
+				.range = { pg, u->psz },
+				.mode = UFFDIO_WRITEPROTECT_MODE_DONTWAKE,
 			};
+			struct uffdio_range r = { pg, u->psz };
 
+			/* counted before the faulting thread wakes, too */
 			if (!ioctl(u->fd, UFFDIO_WRITEPROTECT, &w))
 				u->wp++;
+			(void)ioctl(u->fd, UFFDIO_WAKE, &r);
 		} else {
 			struct uffdio_copy c = {
 				.dst = pg, .src = (uintptr_t)u->page,
-				.len = u->psz,
+				.len = u->psz, .mode = UFFDIO_COPY_MODE_DONTWAKE,
 			};
+			struct uffdio_range r = { pg, u->psz };
 
-			/* a fault raised twice is served once (EEXIST) */
+			/*
+			 * A fault raised twice is served once (EEXIST).  The
+			 * count goes up before the faulting thread wakes, so
+			 * that a test reading it once its access returned
+			 * sees every fault served.
+			 */
 			if (!ioctl(u->fd, UFFDIO_COPY, &c))
 				u->missing++;
+			(void)ioctl(u->fd, UFFDIO_WAKE, &r);
 		}
 	}
 	return NULL;

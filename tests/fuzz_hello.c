@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * fuzz_hello.c - libFuzzer harness for the connection handshake parsers
- * (librdmaxfer/hello.c): every input is the rdma_cm private data of a CM
+ * (librdmaxfer/core/hello.c): every input is the rdma_cm private data of a CM
  * message, decoded as a hello (REQ) and as a welcome (REP, REJ).
  *
  * Built by `make -C tests fuzz-hello` (clang, not part of make check).  A

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * fuzz_notif.c - libFuzzer harness for the notification decoder
- * (librdmaxfer/notif_msg.c): every input is a receive completion (opcode,
+ * (librdmaxfer/core/notif_msg.c): every input is a receive completion (opcode,
  * immediate flag and value, byte_len) followed by the receive buffer, as
  * framed in fuzz_wire.h.
  *

@@ -2,7 +2,7 @@
 /*
  * hostile.h - what the parts of test_rdmaxfer_hostile share: librdmaxfer's
  * wire written out by hand (the hostile peer builds its hellos, welcomes
- * and ring attaches byte by byte from the layouts in librdmaxfer/hello.c
+ * and ring attaches byte by byte from the layouts in librdmaxfer/core/hello.c
  * and ring_info.c, as a foreign client would), the target's bounds, the
  * commands the test sends its target process over a socketpair
  * (hostile_target.c) and the raw verbs peer (hostile_raw.c).

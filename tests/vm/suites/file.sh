@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
-# file: files as transfer endpoints (librdmaxfer/file.c) in the guest, on
+# file: files as transfer endpoints (librdmaxfer/file/) in the guest, on
 # each kernel: test_rdmaxfer_file (file <-> local memory through io_uring
 # and pread/pwrite, bad input, O_DIRECT) with its files on tmpfs and on
 # ext4 on a loop device, then with kernel.io_uring_disabled=2 where the

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
-# ring: the grain ring (librdmaxfer/ring.c, issue 14) between agents of one
+# ring: the grain ring (librdmaxfer/ring/, issue 14) between agents of one
 # guest over loopback RoCE to $RXE_ADDR: order and content over many laps,
 # credits against a slow target, the three completion styles, a split
 # grain, a doorbell batch, fan-out and bad input; then, on its own, a

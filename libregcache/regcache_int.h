@@ -76,6 +76,18 @@ struct regcache_entry {
 	 * the monitor and invalidations only */
 	bool exact;
 	bool nokeep;			/* REGCACHE_GET_NOKEEP: drop at last put */
+	/* drop at the last put: nokeep, or an exact entry on memory whose
+	 * unmap the monitor sees but not all its changes (uffd: shared) */
+	bool droplast;
+	/*
+	 * An exact entry invalidated while held: its registration is
+	 * deregistered now, not at the last put (a peer's key must not
+	 * outlive the memory).  revoke: queued for that, with a reference
+	 * of its own (RC_REF_USER) so no put frees it first; revoked: done,
+	 * the last put only frees the slot.
+	 */
+	bool revoke;
+	bool revoked;
 	/*
 	 * kmod: the entry's word in the status area, so the hit path checks
 	 * validity with one load and no call (rc_mon_valid); NULL otherwise.

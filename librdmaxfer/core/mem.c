@@ -44,6 +44,14 @@
  *   cache evicts it or the monitor invalidates it (munmap, remap): an
  *   application that opts in promises not to reuse exported memory for
  *   anything a former peer must not see.  Still only the exact bytes.
+ * - Either way, a key dies with its memory: when the monitor sees the
+ *   range unmapped or remapped, libregcache deregisters the exact entry
+ *   even while handles hold it (its holders keep an entry whose handle
+ *   is NULL).  rx_mem_sweep() applies the monitor's events at least once
+ *   per progress-thread round and at the agent's calls that may touch a
+ *   key (progress, post, describe, register), which bounds how long a
+ *   key outlives its memory; a held handle then describes nothing
+ *   (-ESTALE).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -67,6 +75,30 @@ int rx_cache_get(struct regcache *cache, void *addr, size_t len,
 	if (!flags)
 		return regcache_get(cache, addr, len, access, entryp);
 	return regcache_get_flags(cache, addr, len, access, flags, entryp);
+}
+
+/*
+ * Apply the agent cache's pending invalidations, so that an exact
+ * registration whose memory went is deregistered now (see the top).
+ * always: the progress thread's round, which also picks up the releases
+ * the uffd monitor's thread deferred; otherwise only when the cache's
+ * generation moved since the last sweep (one load on the common path).
+ * Called without the agent lock: the dereg callback may block.
+ */
+void rx_mem_sweep(struct rdmaxfer_agent *agent, bool always)
+{
+	struct regcache *cache = agent->cache;
+	uint64_t g;
+
+	if (!cache)
+		return;
+	g = regcache_generation(cache);
+	if (!always && g &&
+	    g == __atomic_load_n(&agent->sweep_gen, __ATOMIC_RELAXED))
+		return;
+	(void)regcache_process_events(cache);
+	__atomic_store_n(&agent->sweep_gen, regcache_generation(cache),
+			 __ATOMIC_RELAXED);
 }
 
 /* RDMAXFER_ACCESS_* -> IBV_ACCESS_*: remote write and atomic need local
@@ -166,9 +198,16 @@ static int mem_fill(struct rdmaxfer_agent *agent, struct regcache *cache,
 		ret = rx_cache_get(cache, addr, len, 0, flags, &m->entry);
 	if (ret)
 		return ret;
-	if (access)
-		m->rkey = ((struct ibv_mr *)
-			   regcache_entry_handle(m->entry))->rkey;
+	if (access) {
+		struct ibv_mr *mr = regcache_entry_handle(m->entry);
+
+		/* revoked between the get and here: the memory went */
+		if (!mr) {
+			regcache_put(cache, m->entry);
+			return -ESTALE;
+		}
+		m->rkey = mr->rkey;
+	}
 	return 0;
 }
 
@@ -207,6 +246,7 @@ int rdmaxfer_mem_register_access(struct rdmaxfer_agent *agent, void *addr,
 	if (!agent || !addr || !len || !memp ||
 	    (access & ~RDMAXFER_ACCESS_REMOTE))
 		return -EINVAL;
+	rx_mem_sweep(agent, false);
 	if (kind != RDMAXFER_MEM_HOST) {
 		/* another kind registers by address only through its table:
 		 * it picks the cache, and the kind the descriptors say */
@@ -339,6 +379,13 @@ int rdmaxfer_mem_desc(const struct rdmaxfer_mem *mem, size_t offset,
 		return mem->ops->describe(mem, offset, len, desc);
 	if (!mem->access)
 		return -EACCES;		/* local only: nothing to export */
+	/* its memory was unmapped or remapped: the key is gone (or about
+	 * to go, at this sweep) */
+	rx_mem_sweep(mem->agent, false);
+	if (mem->entry && (!regcache_entry_handle(mem->entry) ||
+			   (regcache_entry_cached(mem->entry) &&
+			    !regcache_entry_valid(mem->cache, mem->entry))))
+		return -ESTALE;
 	ret = sub_range((uintptr_t)mem->addr, mem->len, offset, len, &a, &l);
 	if (ret)
 		return ret;

@@ -183,6 +183,8 @@ void *rx_progress_thread(void *arg)
 		pthread_cond_broadcast(&agent->cond);
 		pthread_mutex_unlock(&agent->lock);
 		rx_deliver_notifs(agent);
+		/* a key whose memory went dies within one round */
+		rx_mem_sweep(agent, true);
 		if (poll(pfd, 4, 100) < 0) {
 			/* interrupted: a full round, no wake to clear */
 			pfd[1].revents = POLLIN;
@@ -213,6 +215,7 @@ int rdmaxfer_progress(struct rdmaxfer_agent *agent)
 
 	if (!agent)
 		return -EINVAL;
+	rx_mem_sweep(agent, false);
 	pthread_mutex_lock(&agent->lock);
 	ret = rx_progress_locked(agent);
 	busy = agent->ext_busy;

@@ -89,7 +89,10 @@ static int cache_reg(void *user, void *addr, size_t len, uint32_t access,
 
 static int cache_dereg(void *user, void *handle)
 {
-	int ret = ibv_dereg_mr(handle);
+	int ret;
+
+	rx_mem_grace(user);
+	ret = ibv_dereg_mr(handle);
 
 	return ret > 0 ? -ret : ret;
 }

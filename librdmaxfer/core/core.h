@@ -524,6 +524,10 @@ struct rx_ext {
 	void (*deliver)(struct rdmaxfer_agent *agent, void *state);
 	/* agent lock held: a peer it owns (peer->owner_ext) is freed */
 	void (*peer_gone)(struct rdmaxfer_peer *peer);
+	/* a registration cache of its own (NULL: none), whose invalidations
+	 * rx_mem_sweep() applies with the agent's, so that a key whose
+	 * memory went dies as soon there */
+	struct regcache *(*cache)(void *state);
 };
 
 #define RX_EXT_REGISTER(ext)						\
@@ -600,6 +604,7 @@ int rx_mem_register(struct rdmaxfer_agent *agent, struct regcache *cache,
 void rx_mem_add(struct rdmaxfer_mem *mem);
 uint32_t rx_ibv_access(uint32_t access);	/* RDMAXFER_ACCESS_* -> IBV_ */
 void rx_mem_sweep(struct rdmaxfer_agent *agent, bool always);
+void rx_mem_grace(struct rdmaxfer_agent *agent);
 int rx_cache_get(struct regcache *cache, void *addr, size_t len,
 		 uint32_t access, unsigned int flags,
 		 struct regcache_entry **entryp);

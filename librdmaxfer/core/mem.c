@@ -85,20 +85,55 @@ int rx_cache_get(struct regcache *cache, void *addr, size_t len,
  * generation moved since the last sweep (one load on the common path).
  * Called without the agent lock: the dereg callback may block.
  */
+#define RX_SWEEP_CACHES	4
+
+/* The sum of the caches' generations (they only grow), 0 if one of them
+ * cannot tell. */
+static uint64_t sweep_gen(struct regcache **c, unsigned int n)
+{
+	uint64_t g, sum = 0;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		g = regcache_generation(c[i]);
+		if (!g)
+			return 0;
+		sum += g;
+	}
+	return sum;
+}
+
 void rx_mem_sweep(struct rdmaxfer_agent *agent, bool always)
 {
-	struct regcache *cache = agent->cache;
+	struct regcache *c[RX_SWEEP_CACHES];
+	unsigned int i, n = 0;
 	uint64_t g;
 
-	if (!cache)
+	if (!agent->cache)
 		return;
-	g = regcache_generation(cache);
+	c[n++] = agent->cache;
+	n += rx_exts_caches(agent, c + n, RX_SWEEP_CACHES - n);
+	g = sweep_gen(c, n);
 	if (!always && g &&
 	    g == __atomic_load_n(&agent->sweep_gen, __ATOMIC_RELAXED))
 		return;
-	(void)regcache_process_events(cache);
-	__atomic_store_n(&agent->sweep_gen, regcache_generation(cache),
-			 __ATOMIC_RELAXED);
+	for (i = 0; i < n; i++)
+		(void)regcache_process_events(c[i]);
+	__atomic_store_n(&agent->sweep_gen, sweep_gen(c, n), __ATOMIC_RELAXED);
+}
+
+/*
+ * Called by the caches' dereg callbacks before an MR is freed.  A held
+ * exact entry's MR can go under its handle (libregcache revokes it when
+ * its memory goes), and two readers look at a held entry's MR: mem_fill()
+ * and odp.c's prefetch, both under mem_lock.  libregcache makes the handle
+ * read NULL before it calls dereg, so once mem_lock was free after that,
+ * no reader still holds the old pointer: one lock round, the grace period.
+ */
+void rx_mem_grace(struct rdmaxfer_agent *agent)
+{
+	rx_spin_lock(&agent->mem_lock);
+	rx_spin_unlock(&agent->mem_lock);
 }
 
 /* RDMAXFER_ACCESS_* -> IBV_ACCESS_*: remote write and atomic need local
@@ -199,14 +234,19 @@ static int mem_fill(struct rdmaxfer_agent *agent, struct regcache *cache,
 	if (ret)
 		return ret;
 	if (access) {
-		struct ibv_mr *mr = regcache_entry_handle(m->entry);
+		struct ibv_mr *mr;
 
+		/* under mem_lock: see rx_mem_grace() */
+		rx_spin_lock(&agent->mem_lock);
+		mr = regcache_entry_handle(m->entry);
+		if (mr)
+			m->rkey = mr->rkey;
+		rx_spin_unlock(&agent->mem_lock);
 		/* revoked between the get and here: the memory went */
 		if (!mr) {
 			regcache_put(cache, m->entry);
 			return -ESTALE;
 		}
-		m->rkey = mr->rkey;
 	}
 	return 0;
 }

@@ -709,26 +709,80 @@ static void test_key_dies_memfd(void)
 	key_dies(DEF, true, false);
 }
 
-/* The mode shows in rdmaxfer_agent_query(); the variable turns it on. */
+#define CACHED_NOTICE	"librdmaxfer: remote keys cached (forced by RDMAXFER_CACHE_RKEYS=1)"
+
+/*
+ * An agent made with attr (NULL: defaults), its query, and how many
+ * times it printed the cached-rkeys notice on standard error (fd 2
+ * pointed at a file for the create and the destroy).
+ */
+static int create_counting(const struct rdmaxfer_agent_attr *attr,
+			   struct rdmaxfer_agent_info *info)
+{
+	char path[] = "/tmp/rdmaxfer-access-XXXXXX", line[512];
+	struct rdmaxfer_agent *a;
+	int fd, saved, n = 0;
+	FILE *f;
+
+	fd = mkstemp(path);
+	CU_ASSERT_FATAL(fd >= 0);
+	unlink(path);
+	fflush(stderr);
+	saved = dup(2);
+	CU_ASSERT_FATAL(saved >= 0 && dup2(fd, 2) == 2);
+	CU_ASSERT_EQUAL(rdmaxfer_agent_create(attr, &a), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_agent_query(a, info), 0);
+	rdmaxfer_agent_destroy(a);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	f = fdopen(fd, "r");
+	CU_ASSERT_FATAL(f != NULL);
+	rewind(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, CACHED_NOTICE, strlen(CACHED_NOTICE)))
+			n++;
+	fclose(f);
+	return n;
+}
+
+/*
+ * The mode shows in rdmaxfer_agent_query(); the variable turns it on,
+ * and then each agent says so in env_flags and the process once on
+ * standard error (two agents: one line; the agents made before in this
+ * program set RDMAXFER_AGENT_NO_ENV).  Set by the attribute, the mode is
+ * the program's choice: not in env_flags, no notice.
+ */
 static void test_mode_info(void)
 {
 	struct rdmaxfer_agent_info info;
-	struct rdmaxfer_agent *a;
+	struct rdmaxfer_agent_attr attr;
 
 	CU_ASSERT_EQUAL(rdmaxfer_agent_query(DEF->srv, &info), 0);
 	CU_ASSERT_FALSE(info.flags & RDMAXFER_AGENT_CACHE_RKEYS);
+	CU_ASSERT_EQUAL(info.env_flags, 0);
 	CU_ASSERT_EQUAL(rdmaxfer_agent_query(KEEP->srv, &info), 0);
 	CU_ASSERT(info.flags & RDMAXFER_AGENT_CACHE_RKEYS);
+	CU_ASSERT_EQUAL(info.env_flags, 0);
 	setenv("RDMAXFER_CACHE_RKEYS", "1", 1);
-	CU_ASSERT_EQUAL_FATAL(rdmaxfer_agent_create(NULL, &a), 0);
-	CU_ASSERT_EQUAL(rdmaxfer_agent_query(a, &info), 0);
+	rdmaxfer_agent_attr_init(&attr);
+	attr.flags = RDMAXFER_AGENT_CACHE_RKEYS;
+	CU_ASSERT_EQUAL(create_counting(&attr, &info), 0);
+	CU_ASSERT_EQUAL(info.env_flags, 0);
+	CU_ASSERT_EQUAL(create_counting(NULL, &info), 1);
 	CU_ASSERT(info.flags & RDMAXFER_AGENT_CACHE_RKEYS);
-	rdmaxfer_agent_destroy(a);
+	CU_ASSERT(info.env_flags & RDMAXFER_AGENT_CACHE_RKEYS);
+	CU_ASSERT_EQUAL(create_counting(NULL, &info), 0);
+	CU_ASSERT(info.env_flags & RDMAXFER_AGENT_CACHE_RKEYS);
+	rdmaxfer_agent_attr_init(&attr);
+	attr.flags = RDMAXFER_AGENT_CACHE_RKEYS;
+	CU_ASSERT_EQUAL(create_counting(&attr, &info), 0);
+	CU_ASSERT(info.flags & RDMAXFER_AGENT_CACHE_RKEYS);
+	CU_ASSERT_EQUAL(info.env_flags, 0);
 	unsetenv("RDMAXFER_CACHE_RKEYS");
-	CU_ASSERT_EQUAL_FATAL(rdmaxfer_agent_create(NULL, &a), 0);
-	CU_ASSERT_EQUAL(rdmaxfer_agent_query(a, &info), 0);
+	CU_ASSERT_EQUAL(create_counting(NULL, &info), 0);
 	CU_ASSERT_FALSE(info.flags & RDMAXFER_AGENT_CACHE_RKEYS);
-	rdmaxfer_agent_destroy(a);
+	CU_ASSERT_EQUAL(info.env_flags, 0);
 	rc_diag("%d refused operations checked so far", refusals);
 }
 

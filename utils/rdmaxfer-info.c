@@ -317,6 +317,19 @@ static int info_agent(const char *dev, struct rdmaxfer_agent **ap)
 	return rdmaxfer_agent_create(&attr, ap);
 }
 
+/* A report whose agent could not be made: JSON key, text label. */
+static void agent_failed(const char *key, const char *label, int ret)
+{
+	if (json) {
+		jopen(key, '{');
+		jnum("agent_error", ret);
+		jclose('}');
+	} else {
+		printf("    %-14s cannot create an agent: %s (%d)\n", label,
+		       strerror(-ret), ret);
+	}
+}
+
 static void show_odp_policy(const char *dev)
 {
 	static const uint32_t ops[] = {
@@ -331,14 +344,7 @@ static void show_odp_policy(const char *dev)
 
 	ret = info_agent(dev, &a);
 	if (ret) {
-		if (json) {
-			jopen("odp_policy", '{');
-			jnum("agent_error", ret);
-			jclose('}');
-		} else {
-			printf("    ODP policy:    cannot create an agent: %s (%d)\n",
-			       strerror(-ret), ret);
-		}
+		agent_failed("odp_policy", "ODP policy:", ret);
 		return;
 	}
 	rdmaxfer_agent_odp_caps(a, &c);
@@ -393,14 +399,7 @@ static void show_rkeys(const char *dev)
 		rdmaxfer_agent_destroy(a);
 	}
 	if (ret) {
-		if (json) {
-			jopen("remote_keys", '{');
-			jnum("agent_error", ret);
-			jclose('}');
-		} else {
-			printf("    remote keys:   cannot create an agent: %s (%d)\n",
-			       strerror(-ret), ret);
-		}
+		agent_failed("remote_keys", "remote keys:", ret);
 		return;
 	}
 	cached = info.flags & RDMAXFER_AGENT_CACHE_RKEYS;

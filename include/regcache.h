@@ -117,7 +117,8 @@ int regcache_get(struct regcache *cache, void *addr, size_t len,
  * keeping the registration for later hits. */
 /*
  * An exact entry whose memory is unmapped or remapped while it is held is
- * deregistered when the invalidation is applied (by the next call into the
+ * deregistered when the invalidation is applied (a change that leaves the
+ * mapping, as MADV_DONTNEED, only invalidates it) (by the next call into the
  * cache that applies the monitor's events: regcache_process_events(),
  * regcache_generation(), regcache_entry_valid(), a get or a put), not at
  * its last put: a peer's key must not outlive its memory.  Its holders keep

@@ -616,8 +616,12 @@ static int uffd_apply_locked(struct uffd_mon *m, struct uffd_client *c)
 				uffd_gone_s = r->start;
 				uffd_gone_e = r->end;
 			}
+			/* REMOVE (MADV_DONTNEED, MADV_REMOVE) leaves the
+			 * mapping: a held exact entry is not revoked */
+			cache->inval_soft = !r->gone;
 			n += rc_invalidate_range(cache, r->start, r->end,
 						 &c->release);
+			cache->inval_soft = false;
 			uffd_gone_s = uffd_gone_e = 0;
 		}
 	}

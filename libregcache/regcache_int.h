@@ -195,6 +195,16 @@ struct regcache {
 	/* the largest range a get may look up (0: every get is uncached) */
 	size_t fast_max;
 
+	/*
+	 * Write lock: the invalidation a monitor is applying left the
+	 * memory mapped (a zap, COW or THP split, migration; uffd: REMOVE):
+	 * held exact entries then keep their registrations until their
+	 * puts, as other entries do.  false (the default, and whenever the
+	 * monitor cannot tell): the memory was unmapped or remapped, and a
+	 * held exact entry is revoked (rc_drop_collected()).
+	 */
+	bool inval_soft;
+
 	/* counters (relaxed atomics; hits live in the entries) */
 	_Atomic uint64_t retired_hits;
 	_Atomic uint64_t misses, merges, evictions, invalidations, uncached;

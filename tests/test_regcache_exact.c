@@ -367,6 +367,34 @@ static void test_exact_memfd_revoked(void)
 	close(fb);
 }
 
+/*
+ * MADV_DONTNEED leaves the mapping (uffd: a REMOVE event): the held exact
+ * entry is invalidated, as any, but keeps its registration until its put
+ * (its pinned pages reach nothing else); only an unmap or remap revokes.
+ */
+static void test_exact_soft_kept(void)
+{
+	struct regcache_entry *held;
+	struct regcache_stats st;
+	char *p = map_pages(2);
+
+	CU_ASSERT_FATAL(p != NULL);
+	CU_ASSERT_FATAL(make(mon_type) == 0);
+	CU_ASSERT_FATAL(regcache_get_flags(cache, p + 8, 100, ACC_RWRITE, XN,
+					   &held) == 0);
+	CU_ASSERT_FATAL(madvise(p, 2 * psz, MADV_DONTNEED) == 0);
+	regcache_process_events(cache);
+	CU_ASSERT(regcache_get_stats(cache, &st) == 0);
+	CU_ASSERT_EQUAL(st.invalidations, 1);
+	CU_ASSERT_FALSE(regcache_entry_valid(cache, held));
+	CU_ASSERT_EQUAL(live_count(), 1);
+	CU_ASSERT_PTR_NOT_NULL(regcache_entry_handle(held));
+	CU_ASSERT(regcache_put(cache, held) == 0);
+	CU_ASSERT_EQUAL(live_count(), 0);
+	drop();
+	munmap(p, 2 * psz);
+}
+
 /* e is live and registers exactly (addr, len, access). */
 static bool serves(struct regcache_entry *e, const char *addr, size_t len,
 		   uint32_t access)
@@ -540,6 +568,7 @@ static const struct rc_test_case cases[] = {
 	{ "nokeep", test_nokeep },
 	{ "exact_invalidated", test_exact_invalidated },
 	{ "exact_memfd_revoked", test_exact_memfd_revoked },
+	{ "exact_soft_kept", test_exact_soft_kept },
 	{ "exact_hint", test_exact_hint },
 	{ "exact_limits", test_exact_limits },
 	{ "exact_none_monitor", test_exact_none },

@@ -77,14 +77,6 @@ int rx_cache_get(struct regcache *cache, void *addr, size_t len,
 	return regcache_get_flags(cache, addr, len, access, flags, entryp);
 }
 
-/*
- * Apply the agent cache's pending invalidations, so that an exact
- * registration whose memory went is deregistered now (see the top).
- * always: the progress thread's round, which also picks up the releases
- * the uffd monitor's thread deferred; otherwise only when the cache's
- * generation moved since the last sweep (one load on the common path).
- * Called without the agent lock: the dereg callback may block.
- */
 #define RX_SWEEP_CACHES	4
 
 /* The sum of the caches' generations (they only grow), 0 if one of them
@@ -103,6 +95,15 @@ static uint64_t sweep_gen(struct regcache **c, unsigned int n)
 	return sum;
 }
 
+/*
+ * Apply the pending invalidations of the agent's cache and of the
+ * extensions' own (the ODP cache), so that an exact registration whose
+ * memory went is deregistered now (see the top).  always: the progress
+ * thread's round, which also picks up the releases the uffd monitor's
+ * thread deferred; otherwise only when the caches' generations moved
+ * since the last sweep (a few loads on the common path).  Called without
+ * the agent lock: the dereg callback may block.
+ */
 void rx_mem_sweep(struct rdmaxfer_agent *agent, bool always)
 {
 	struct regcache *c[RX_SWEEP_CACHES];

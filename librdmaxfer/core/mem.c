@@ -420,12 +420,12 @@ int rdmaxfer_mem_desc(const struct rdmaxfer_mem *mem, size_t offset,
 		return mem->ops->describe(mem, offset, len, desc);
 	if (!mem->access)
 		return -EACCES;		/* local only: nothing to export */
-	/* its memory was unmapped or remapped: the key is gone (or about
-	 * to go, at this sweep) */
+	/* its memory was unmapped or remapped: the key is gone (the sweep
+	 * applies what the monitor saw).  An entry only invalidated (its
+	 * pages still mapped: a zap, a COW or huge-page split) keeps its
+	 * key until the last deregister, as before. */
 	rx_mem_sweep(mem->agent, false);
-	if (mem->entry && (!regcache_entry_handle(mem->entry) ||
-			   (regcache_entry_cached(mem->entry) &&
-			    !regcache_entry_valid(mem->cache, mem->entry))))
+	if (mem->entry && !regcache_entry_handle(mem->entry))
 		return -ESTALE;
 	ret = sub_range((uintptr_t)mem->addr, mem->len, offset, len, &a, &l);
 	if (ret)

@@ -177,7 +177,13 @@ struct rdmaxfer_agent_info {
 	uint32_t npeers;		/* peers alive, any state */
 	uint32_t npeers_half_open;	/* passive, not handed out yet */
 	uint32_t max_half_open;
-	uint32_t reserved32;
+	/*
+	 * Of flags, the bits an environment variable set (today only
+	 * RDMAXFER_AGENT_CACHE_RKEYS, from RDMAXFER_CACHE_RKEYS=1): a mode
+	 * that trades safety for speed which the program did not ask for.
+	 * Was reserved32, always 0, so an older library reports 0.
+	 */
+	uint32_t env_flags;
 	uint64_t reserved[1];
 };
 int rdmaxfer_agent_query(struct rdmaxfer_agent *agent,

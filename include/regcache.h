@@ -115,6 +115,16 @@ int regcache_get(struct regcache *cache, void *addr, size_t len,
 #define REGCACHE_GET_EXACT	(1U << 0)
 /* With REGCACHE_GET_EXACT only: deregister at the last put instead of
  * keeping the registration for later hits. */
+/*
+ * An exact entry whose memory is unmapped or remapped while it is held is
+ * deregistered when the invalidation is applied (a change that leaves the
+ * mapping, as MADV_DONTNEED, only invalidates it) (by the next call into the
+ * cache that applies the monitor's events: regcache_process_events(),
+ * regcache_generation(), regcache_entry_valid(), a get or a put), not at
+ * its last put: a peer's key must not outlive its memory.  Its holders keep
+ * the entry until their puts; regcache_entry_handle() then returns NULL
+ * and regcache_entry_valid() false.
+ */
 #define REGCACHE_GET_NOKEEP	(1U << 1)
 
 /*

@@ -131,7 +131,8 @@ struct regcache_entry *rc_entry_alloc(struct regcache *cache, bool locked)
 	atomic_store(&e->accessed, 0);
 	atomic_store(&e->stale, 0);
 	e->in_tree = e->cached = e->dead = e->subscribed = false;
-	e->exact = e->nokeep = false;
+	e->exact = e->nokeep = e->droplast = false;
+	e->revoke = e->revoked = false;
 	e->access = 0;
 	e->handle = NULL;
 	e->xaddr = 0;
@@ -179,23 +180,53 @@ static bool rc_entry_known(const struct regcache *cache,
 	return false;
 }
 
-void __attribute__((noinline))
-rc_entry_release(struct regcache *cache, struct regcache_entry *e)
+static void rc_entry_dereg(struct regcache *cache, void *handle)
 {
-	uint64_t t0, h;
+	uint64_t t0;
 	int ret;
 
 	/* A forked child must never undo the parent's registrations. */
-	if (!rc_forked(cache)) {
-		t0 = rc_now_ns();
-		ret = cache->dereg(cache->user, e->handle);
-		atomic_fetch_add_explicit(&cache->dereg_ns, rc_now_ns() - t0,
-					  memory_order_relaxed);
-		atomic_fetch_add_explicit(&cache->deregistrations, 1,
-					  memory_order_relaxed);
-		if (ret)
-			rc_log("dereg callback failed: %s", strerror(-ret));
+	if (rc_forked(cache))
+		return;
+	t0 = rc_now_ns();
+	ret = cache->dereg(cache->user, handle);
+	atomic_fetch_add_explicit(&cache->dereg_ns, rc_now_ns() - t0,
+				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&cache->deregistrations, 1,
+				  memory_order_relaxed);
+	if (ret)
+		rc_log("dereg callback failed: %s", strerror(-ret));
+}
+
+/*
+ * A held exact entry whose memory went (see 'revoke'): the handle reads
+ * NULL from here on, the registration goes, and the holders keep only
+ * the slot until their puts.  The reference the invalidation took is
+ * dropped last; if the holders have put meanwhile, that frees the slot.
+ */
+static void rc_entry_revoke(struct regcache *cache, struct regcache_entry *e)
+{
+	void *handle = e->handle;
+
+	e->revoke = false;
+	__atomic_store_n(&e->handle, NULL, __ATOMIC_RELEASE);
+	rc_entry_dereg(cache, handle);
+	e->revoked = true;
+	if (atomic_fetch_sub(&e->refs, RC_REF_USER) == RC_REF_USER)
+		rc_entry_release(cache, e);
+}
+
+void __attribute__((noinline))
+rc_entry_release(struct regcache *cache, struct regcache_entry *e)
+{
+	uint64_t h;
+
+	if (e->revoke) {
+		rc_entry_revoke(cache, e);
+		return;
 	}
+	if (!e->revoked)
+		rc_entry_dereg(cache, e->handle);
 	h = atomic_exchange(&e->hits, 0);
 	atomic_fetch_add_explicit(&cache->retired_hits, h, memory_order_relaxed);
 	rc_entry_free(cache, e);
@@ -259,7 +290,8 @@ rc_entry_known_slow(struct regcache *cache, const struct regcache_entry *e)
 
 void *regcache_entry_handle(const struct regcache_entry *entry)
 {
-	return entry->handle;
+	/* NULL once an exact entry's registration was revoked */
+	return __atomic_load_n(&entry->handle, __ATOMIC_ACQUIRE);
 }
 
 void *regcache_entry_addr(const struct regcache_entry *entry)

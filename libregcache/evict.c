@@ -94,8 +94,17 @@ int rc_drop_collected(struct regcache *cache, struct rc_collect *c,
 
 		rc_list_del(&e->link);
 		/* Holders keep it until their put; lookups never see it again. */
-		if (atomic_load(&e->refs) != RC_REF_TREE)
+		if (atomic_load(&e->refs) != RC_REF_TREE) {
 			RC_WRITE_ONCE(e->dead, true);
+			/* an exact registration (a peer's key) whose
+			 * memory went goes now, under its holders:
+			 * rc_entry_revoke() */
+			if (e->exact && !e->revoke && !cache->inval_soft) {
+				atomic_fetch_add(&e->refs, RC_REF_USER);
+				e->revoke = true;
+				rc_list_add_tail(release, &e->link);
+			}
+		}
 		rc_remove_locked(cache, e, release);
 		n++;
 	}

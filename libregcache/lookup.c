@@ -117,7 +117,7 @@ rc_put_nokeep(struct regcache *cache, struct regcache_entry *e)
 	rc_list_init(&release);
 	rc_brlock_write_lock(&cache->lock);
 	if (__atomic_load_n(&e->magic, __ATOMIC_ACQUIRE) == RC_MAGIC_LIVE &&
-	    e->nokeep && e->in_tree && atomic_load(&e->refs) == RC_REF_TREE)
+	    e->droplast && e->in_tree && atomic_load(&e->refs) == RC_REF_TREE)
 		rc_remove_locked(cache, e, &release);
 	rc_brlock_write_unlock(&cache->lock);
 	rc_release_list(cache, &release);
@@ -318,7 +318,7 @@ int regcache_put(struct regcache *cache, struct regcache_entry *entry)
 	if (__atomic_load_n(&entry->magic, __ATOMIC_ACQUIRE) != RC_MAGIC_LIVE)
 		return -EINVAL;
 	/* read while our reference keeps the slot ours */
-	nokeep = entry->nokeep;
+	nokeep = entry->droplast;
 	v = atomic_load_explicit(&entry->refs, memory_order_relaxed);
 	do {
 		if (v < RC_REF_USER)

@@ -508,7 +508,7 @@ rc_get_slow(struct regcache *cache, uintptr_t start, uintptr_t end,
 static void rc_exact_init(struct regcache_entry *e, const struct rc_xfind *f)
 {
 	e->exact = true;
-	e->nokeep = f->nokeep;
+	e->nokeep = e->droplast = f->nokeep;
 	e->xaddr = f->addr;
 	e->xlen = f->len;
 	e->access = f->access;

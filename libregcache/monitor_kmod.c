@@ -259,8 +259,17 @@ static int kmod_event_locked(struct regcache *cache, const struct regcache_event
 	e = p->slot_entry[ev->slot];
 	if (!e || e->cookie != ev->cookie)
 		return 0;	/* already unwatched */
-	if (e->in_tree)
-		return rc_invalidate_entry(cache, e, release);
+	if (e->in_tree) {
+		int n;
+
+		/* the same pages still mapped there (a zap, a COW or THP
+		 * split, a migration): a held exact entry is not revoked */
+		cache->inval_soft = ev->reason != REGCACHE_REASON_UNMAP &&
+				    ev->reason != REGCACHE_REASON_RELEASE;
+		n = rc_invalidate_entry(cache, e, release);
+		cache->inval_soft = false;
+		return n;
+	}
 	atomic_store(&e->stale, 1);	/* pending */
 	return 0;
 }

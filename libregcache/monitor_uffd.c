@@ -40,7 +40,11 @@
  * application's own) are refused here and registered uncached by the
  * core; the mapping is checked after UFFDIO_REGISTER succeeded, so a
  * mapping replaced between the check and the registration raises an
- * unmap event that marks the entry stale.
+ * unmap event that marks the entry stale.  One exception: an exact entry
+ * (REGCACHE_GET_EXACT, a key a peer holds) on shared memory is watched
+ * and cached while it is held, so that unmapping or remapping it revokes
+ * the key (the events come for any registered mapping); it is dropped at
+ * its last put, so a file change the events miss never outlives it.
  *
  * Why a thread and not "drain on the next get": the kernel makes the
  * thread that unmaps wait inside munmap()/madvise()/mremap() until the
@@ -612,8 +616,12 @@ static int uffd_apply_locked(struct uffd_mon *m, struct uffd_client *c)
 				uffd_gone_s = r->start;
 				uffd_gone_e = r->end;
 			}
+			/* REMOVE (MADV_DONTNEED, MADV_REMOVE) leaves the
+			 * mapping: a held exact entry is not revoked */
+			cache->inval_soft = !r->gone;
 			n += rc_invalidate_range(cache, r->start, r->end,
 						 &c->release);
+			cache->inval_soft = false;
 			uffd_gone_s = uffd_gone_e = 0;
 		}
 	}
@@ -1047,6 +1055,17 @@ static int uffd_subscribe(struct regcache *cache, struct regcache_entry *e)
 		return chk ? chk : ret;
 	}
 	chk = uffd_registered_private_anon(s, t);
+	/*
+	 * An exact entry (a peer's key) on shared memory is watched all the
+	 * same: its unmap and remap raise events, so the key dies with the
+	 * mapping.  What the events miss (a hole punched, the file cut) only
+	 * stales it for its holders, as a plain registration would be: it
+	 * is dropped at its last put and never serves a later get.
+	 */
+	if (chk == -EMEDIUMTYPE && e->exact) {
+		e->droplast = true;
+		chk = 0;
+	}
 	if (chk) {
 		pthread_mutex_lock(&m->watch_lock);
 		uffd_watch_del(m, s, t);

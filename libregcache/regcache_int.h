@@ -76,6 +76,18 @@ struct regcache_entry {
 	 * the monitor and invalidations only */
 	bool exact;
 	bool nokeep;			/* REGCACHE_GET_NOKEEP: drop at last put */
+	/* drop at the last put: nokeep, or an exact entry on memory whose
+	 * unmap the monitor sees but not all its changes (uffd: shared) */
+	bool droplast;
+	/*
+	 * An exact entry invalidated while held: its registration is
+	 * deregistered now, not at the last put (a peer's key must not
+	 * outlive the memory).  revoke: queued for that, with a reference
+	 * of its own (RC_REF_USER) so no put frees it first; revoked: done,
+	 * the last put only frees the slot.
+	 */
+	bool revoke;
+	bool revoked;
 	/*
 	 * kmod: the entry's word in the status area, so the hit path checks
 	 * validity with one load and no call (rc_mon_valid); NULL otherwise.
@@ -182,6 +194,16 @@ struct regcache {
 	bool mon_valid_always;
 	/* the largest range a get may look up (0: every get is uncached) */
 	size_t fast_max;
+
+	/*
+	 * Write lock: the invalidation a monitor is applying left the
+	 * memory mapped (a zap, COW or THP split, migration; uffd: REMOVE):
+	 * held exact entries then keep their registrations until their
+	 * puts, as other entries do.  false (the default, and whenever the
+	 * monitor cannot tell): the memory was unmapped or remapped, and a
+	 * held exact entry is revoked (rc_drop_collected()).
+	 */
+	bool inval_soft;
 
 	/* counters (relaxed atomics; hits live in the entries) */
 	_Atomic uint64_t retired_hits;

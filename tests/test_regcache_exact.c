@@ -301,16 +301,97 @@ static void test_exact_invalidated(void)
 	CU_ASSERT(regcache_get_stats(cache, &st) == 0);
 	CU_ASSERT_EQUAL(st.invalidations, 2);
 	CU_ASSERT_EQUAL(st.entries, 0);
-	CU_ASSERT_EQUAL(live_count(), 1);	/* the held one */
+	/* the held one too: a peer's key dies with its memory, not at the
+	 * holder's put; the holder keeps an entry with no handle */
+	CU_ASSERT_EQUAL(live_count(), 0);
+	CU_ASSERT_EQUAL(st.deregistrations, 2);
+	CU_ASSERT_PTR_NULL(regcache_entry_handle(held));
 	CU_ASSERT_FALSE(regcache_entry_valid(cache, held));
 	CU_ASSERT_FATAL(regcache_get_flags(cache, p + 5, 100, ACC_RWRITE,
 					   REGCACHE_GET_EXACT, &e2) == 0);
 	CU_ASSERT_EQUAL(nrecs, 3);
 	CU_ASSERT(regcache_put(cache, e2) == 0);
+	/* the put frees the slot and deregisters nothing twice */
 	CU_ASSERT(regcache_put(cache, held) == 0);
+	CU_ASSERT(regcache_put(cache, held) == -EINVAL);
 	CU_ASSERT_EQUAL(live_count(), 1);	/* e2, kept */
+	CU_ASSERT(regcache_get_stats(cache, &st) == 0);
+	CU_ASSERT_EQUAL(st.deregistrations, 2);
 	drop();
 	CU_ASSERT_EQUAL(live_count(), 0);
+	munmap(p, 2 * psz);
+}
+
+/*
+ * The same for a held exact entry on a MAP_SHARED memfd mapping replaced
+ * by another memfd at the same address (the uffd monitor watches such an
+ * entry for its unmap although it caches no shared memory otherwise): its
+ * registration goes when the event is applied, before the holder's put,
+ * and the holder's put deregisters nothing twice.
+ */
+static void test_exact_memfd_revoked(void)
+{
+	struct regcache_entry *held;
+	struct regcache_stats st;
+	int fa, fb;
+	char *p, *q;
+
+	fa = memfd_create("rc-exact-a", 0);
+	fb = memfd_create("rc-exact-b", 0);
+	CU_ASSERT_FATAL(fa >= 0 && fb >= 0);
+	CU_ASSERT_FATAL(ftruncate(fa, 2 * psz) == 0 &&
+			ftruncate(fb, 2 * psz) == 0);
+	p = mmap(NULL, 2 * psz, PROT_READ | PROT_WRITE, MAP_SHARED, fa, 0);
+	CU_ASSERT_FATAL(p != MAP_FAILED);
+	memset(p, 1, 2 * psz);
+	CU_ASSERT_FATAL(make(mon_type) == 0);
+	CU_ASSERT_FATAL(regcache_get_flags(cache, p + 8, 3 * psz / 2,
+					   ACC_RWRITE, XN, &held) == 0);
+	CU_ASSERT(regcache_entry_cached(held));
+	CU_ASSERT(regcache_entry_valid(cache, held));
+	CU_ASSERT_EQUAL(live_count(), 1);
+	q = mmap(p, 2 * psz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+		 fb, 0);
+	CU_ASSERT_FATAL(q == p);
+	regcache_process_events(cache);
+	CU_ASSERT_EQUAL(live_count(), 0);
+	CU_ASSERT_PTR_NULL(regcache_entry_handle(held));
+	CU_ASSERT_FALSE(regcache_entry_valid(cache, held));
+	CU_ASSERT(regcache_put(cache, held) == 0);
+	CU_ASSERT(regcache_get_stats(cache, &st) == 0);
+	CU_ASSERT_EQUAL(st.deregistrations, 1);
+	CU_ASSERT_EQUAL(st.entries, 0);
+	drop();
+	munmap(q, 2 * psz);
+	close(fa);
+	close(fb);
+}
+
+/*
+ * MADV_DONTNEED leaves the mapping (uffd: a REMOVE event): the held exact
+ * entry is invalidated, as any, but keeps its registration until its put
+ * (its pinned pages reach nothing else); only an unmap or remap revokes.
+ */
+static void test_exact_soft_kept(void)
+{
+	struct regcache_entry *held;
+	struct regcache_stats st;
+	char *p = map_pages(2);
+
+	CU_ASSERT_FATAL(p != NULL);
+	CU_ASSERT_FATAL(make(mon_type) == 0);
+	CU_ASSERT_FATAL(regcache_get_flags(cache, p + 8, 100, ACC_RWRITE, XN,
+					   &held) == 0);
+	CU_ASSERT_FATAL(madvise(p, 2 * psz, MADV_DONTNEED) == 0);
+	regcache_process_events(cache);
+	CU_ASSERT(regcache_get_stats(cache, &st) == 0);
+	CU_ASSERT_EQUAL(st.invalidations, 1);
+	CU_ASSERT_FALSE(regcache_entry_valid(cache, held));
+	CU_ASSERT_EQUAL(live_count(), 1);
+	CU_ASSERT_PTR_NOT_NULL(regcache_entry_handle(held));
+	CU_ASSERT(regcache_put(cache, held) == 0);
+	CU_ASSERT_EQUAL(live_count(), 0);
+	drop();
 	munmap(p, 2 * psz);
 }
 
@@ -486,6 +567,8 @@ static const struct rc_test_case cases[] = {
 	{ "exact_never_merged", test_exact_never_merged },
 	{ "nokeep", test_nokeep },
 	{ "exact_invalidated", test_exact_invalidated },
+	{ "exact_memfd_revoked", test_exact_memfd_revoked },
+	{ "exact_soft_kept", test_exact_soft_kept },
 	{ "exact_hint", test_exact_hint },
 	{ "exact_limits", test_exact_limits },
 	{ "exact_none_monitor", test_exact_none },

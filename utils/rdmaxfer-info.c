@@ -317,6 +317,19 @@ static int info_agent(const char *dev, struct rdmaxfer_agent **ap)
 	return rdmaxfer_agent_create(&attr, ap);
 }
 
+/* A report whose agent could not be made: JSON key, text label. */
+static void agent_failed(const char *key, const char *label, int ret)
+{
+	if (json) {
+		jopen(key, '{');
+		jnum("agent_error", ret);
+		jclose('}');
+	} else {
+		printf("    %-14s cannot create an agent: %s (%d)\n", label,
+		       strerror(-ret), ret);
+	}
+}
+
 static void show_odp_policy(const char *dev)
 {
 	static const uint32_t ops[] = {
@@ -331,14 +344,7 @@ static void show_odp_policy(const char *dev)
 
 	ret = info_agent(dev, &a);
 	if (ret) {
-		if (json) {
-			jopen("odp_policy", '{');
-			jnum("agent_error", ret);
-			jclose('}');
-		} else {
-			printf("    ODP policy:    cannot create an agent: %s (%d)\n",
-			       strerror(-ret), ret);
-		}
+		agent_failed("odp_policy", "ODP policy:", ret);
 		return;
 	}
 	rdmaxfer_agent_odp_caps(a, &c);
@@ -372,6 +378,43 @@ static void show_odp_policy(const char *dev)
 		       c.implicit ? "registered" : "none");
 	}
 	rdmaxfer_agent_destroy(a);
+}
+
+/*
+ * How an agent made here keeps remote keys (rdmaxfer_agent_query()'s
+ * flags and env_flags): exact, dying with their last handle and with
+ * their memory, or cached (RDMAXFER_AGENT_CACHE_RKEYS), and whether the
+ * environment (RDMAXFER_CACHE_RKEYS=1) chose the weaker mode.
+ */
+static void show_rkeys(const char *dev)
+{
+	struct rdmaxfer_agent_info info;
+	struct rdmaxfer_agent *a;
+	bool cached, from_env;
+	int ret;
+
+	ret = info_agent(dev, &a);
+	if (!ret) {
+		ret = rdmaxfer_agent_query(a, &info);
+		rdmaxfer_agent_destroy(a);
+	}
+	if (ret) {
+		agent_failed("remote_keys", "remote keys:", ret);
+		return;
+	}
+	cached = info.flags & RDMAXFER_AGENT_CACHE_RKEYS;
+	from_env = info.env_flags & RDMAXFER_AGENT_CACHE_RKEYS;
+	if (json) {
+		jopen("remote_keys", '{');
+		jstr("mode", cached ? "cached" : "exact");
+		jbool("from_environment", from_env);
+		jclose('}');
+	} else if (cached) {
+		printf("    remote keys:   cached%s: a key stays valid after its last deregister until eviction or unmap\n",
+		       from_env ? " (forced by RDMAXFER_CACHE_RKEYS=1)" : "");
+	} else {
+		printf("    remote keys:   exact: a key dies with its last handle, or with its memory\n");
+	}
 }
 
 /*
@@ -482,6 +525,7 @@ static int show_device(struct ibv_device *dev)
 		jclose('}');
 		jnum("max_dm_size", (long long)ax.max_dm_size);
 		show_devmem(ibv_get_device_name(dev));
+		show_rkeys(ibv_get_device_name(dev));
 		jstr("dmabuf", dmabuf);
 		jstr("dmabuf_path", strcmp(dmabuf, "no") ? "device" :
 		     "cpu-mapping fallback");
@@ -510,6 +554,7 @@ static int show_device(struct ibv_device *dev)
 		       (unsigned long long)ax.max_dm_size,
 		       ax.max_dm_size ? "" : " (none)");
 		show_devmem(ibv_get_device_name(dev));
+		show_rkeys(ibv_get_device_name(dev));
 		printf("    dma-buf:       %s (ibv_reg_dmabuf_mr probe with an invalid fd: %s)\n",
 		       dmabuf, derr ? strerror(-derr) : "no error");
 		/* what rdmaxfer_mem_register_dmabuf() does with that answer */

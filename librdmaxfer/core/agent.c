@@ -89,7 +89,10 @@ static int cache_reg(void *user, void *addr, size_t len, uint32_t access,
 
 static int cache_dereg(void *user, void *handle)
 {
-	int ret = ibv_dereg_mr(handle);
+	int ret;
+
+	rx_mem_grace(user);
+	ret = ibv_dereg_mr(handle);
 
 	return ret > 0 ? -ret : ret;
 }
@@ -143,12 +146,14 @@ static int check_attr(struct rdmaxfer_agent_attr *a)
 	return 0;
 }
 
-static void env_attr(struct rdmaxfer_agent_attr *a)
+/* Returns the flags a variable turned on that the attributes had not. */
+static uint32_t env_attr(struct rdmaxfer_agent_attr *a)
 {
+	uint32_t before = a->flags;
 	const char *s;
 
 	if (a->flags & RDMAXFER_AGENT_NO_ENV)
-		return;
+		return 0;
 	s = getenv("RDMAXFER_DEVICE");
 	if (!a->device && s && *s)
 		a->device = s;
@@ -162,6 +167,22 @@ static void env_attr(struct rdmaxfer_agent_attr *a)
 	s = getenv("RDMAXFER_CACHE_RKEYS");
 	if (s && !strcmp(s, "1"))
 		a->flags |= RDMAXFER_AGENT_CACHE_RKEYS;
+	return a->flags & ~before;
+}
+
+/*
+ * A weakening mode the environment chose is said on one line when the
+ * first such agent is created, as libregcache says a forced monitor
+ * once: the program did not ask for it, so whoever runs it must be able
+ * to see it (and rdmaxfer_agent_query()'s env_flags says it per agent).
+ */
+static void env_say(uint32_t env_flags)
+{
+	static int said;
+
+	if ((env_flags & RDMAXFER_AGENT_CACHE_RKEYS) &&
+	    !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+		fprintf(stderr, "librdmaxfer: remote keys cached (forced by RDMAXFER_CACHE_RKEYS=1): a key stays valid after its last deregister until eviction or unmap\n");
 }
 
 /* The agent's struct with its attributes checked and its lists empty:
@@ -179,7 +200,7 @@ static int agent_new(const struct rdmaxfer_agent_attr *attr,
 		agent->attr = *attr;
 	else
 		rdmaxfer_agent_attr_init(&agent->attr);
-	env_attr(&agent->attr);
+	agent->info.env_flags = env_attr(&agent->attr);
 	ret = check_attr(&agent->attr);
 	if (ret) {
 		free(agent);
@@ -390,6 +411,7 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 			goto unregister;
 		agent->thread_running = true;
 	}
+	env_say(agent->info.env_flags);
 	*agentp = agent;
 	return 0;
 

@@ -426,6 +426,8 @@ struct rdmaxfer_agent {
 	int wake_fd;			/* eventfd: stop the thread, or an
 					 * async event was queued for us */
 	uint64_t progress_gen;		/* bumped after every thread round */
+	/* the cache's generation at the last rx_mem_sweep() (atomic) */
+	uint64_t sweep_gen;
 	uint32_t cm_tick;		/* progress_data_locked() turns (xfer.c) */
 	/* struct rx_dep: rings, ring writers, bound file engines */
 	struct rx_list deps;
@@ -522,6 +524,10 @@ struct rx_ext {
 	void (*deliver)(struct rdmaxfer_agent *agent, void *state);
 	/* agent lock held: a peer it owns (peer->owner_ext) is freed */
 	void (*peer_gone)(struct rdmaxfer_peer *peer);
+	/* a registration cache of its own (NULL: none), whose invalidations
+	 * rx_mem_sweep() applies with the agent's, so that a key whose
+	 * memory went dies as soon there */
+	struct regcache *(*cache)(void *state);
 };
 
 #define RX_EXT_REGISTER(ext)						\
@@ -597,6 +603,8 @@ int rx_mem_register(struct rdmaxfer_agent *agent, struct regcache *cache,
 		    struct rdmaxfer_mem **memp);
 void rx_mem_add(struct rdmaxfer_mem *mem);
 uint32_t rx_ibv_access(uint32_t access);	/* RDMAXFER_ACCESS_* -> IBV_ */
+void rx_mem_sweep(struct rdmaxfer_agent *agent, bool always);
+void rx_mem_grace(struct rdmaxfer_agent *agent);
 int rx_cache_get(struct regcache *cache, void *addr, size_t len,
 		 uint32_t access, unsigned int flags,
 		 struct regcache_entry **entryp);

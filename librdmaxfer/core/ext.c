@@ -127,6 +127,23 @@ bool rx_exts_notif(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *peer,
 	return false;
 }
 
+unsigned int rx_exts_caches(const struct rdmaxfer_agent *agent,
+			    struct regcache **caches, unsigned int max)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < agent->n_ext && n < max; i++) {
+		struct regcache *c;
+
+		if (!agent->ext[i].ext->cache)
+			continue;
+		c = agent->ext[i].ext->cache(agent->ext[i].state);
+		if (c)
+			caches[n++] = c;
+	}
+	return n;
+}
+
 bool rx_exts_pending(struct rdmaxfer_agent *agent)
 {
 	unsigned int i;

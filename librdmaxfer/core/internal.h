@@ -94,6 +94,9 @@ void rx_exts_progress(struct rdmaxfer_agent *agent, uint32_t busy);
 bool rx_exts_notif(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *peer,
 		   const struct rdmaxfer_notif *n);
 bool rx_exts_pending(struct rdmaxfer_agent *agent);
+/* the extensions' own registration caches, up to max; how many */
+unsigned int rx_exts_caches(const struct rdmaxfer_agent *agent,
+			    struct regcache **caches, unsigned int max);
 void rx_exts_deliver(struct rdmaxfer_agent *agent);
 /* the table of memory kind 'kind' and *statep its extension's state on
  * the agent, or NULL: no extension is that kind */

@@ -44,6 +44,14 @@
  *   cache evicts it or the monitor invalidates it (munmap, remap): an
  *   application that opts in promises not to reuse exported memory for
  *   anything a former peer must not see.  Still only the exact bytes.
+ * - Either way, a key dies with its memory: when the monitor sees the
+ *   range unmapped or remapped, libregcache deregisters the exact entry
+ *   even while handles hold it (its holders keep an entry whose handle
+ *   is NULL).  rx_mem_sweep() applies the monitor's events at least once
+ *   per progress-thread round and at the agent's calls that may touch a
+ *   key (progress, post, describe, register), which bounds how long a
+ *   key outlives its memory; a held handle then describes nothing
+ *   (-ESTALE).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -67,6 +75,66 @@ int rx_cache_get(struct regcache *cache, void *addr, size_t len,
 	if (!flags)
 		return regcache_get(cache, addr, len, access, entryp);
 	return regcache_get_flags(cache, addr, len, access, flags, entryp);
+}
+
+#define RX_SWEEP_CACHES	4
+
+/* The sum of the caches' generations (they only grow), 0 if one of them
+ * cannot tell. */
+static uint64_t sweep_gen(struct regcache **c, unsigned int n)
+{
+	uint64_t g, sum = 0;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		g = regcache_generation(c[i]);
+		if (!g)
+			return 0;
+		sum += g;
+	}
+	return sum;
+}
+
+/*
+ * Apply the pending invalidations of the agent's cache and of the
+ * extensions' own (the ODP cache), so that an exact registration whose
+ * memory went is deregistered now (see the top).  always: the progress
+ * thread's round, which also picks up the releases the uffd monitor's
+ * thread deferred; otherwise only when the caches' generations moved
+ * since the last sweep (a few loads on the common path).  Called without
+ * the agent lock: the dereg callback may block.
+ */
+void rx_mem_sweep(struct rdmaxfer_agent *agent, bool always)
+{
+	struct regcache *c[RX_SWEEP_CACHES];
+	unsigned int i, n = 0;
+	uint64_t g;
+
+	if (!agent->cache)
+		return;
+	c[n++] = agent->cache;
+	n += rx_exts_caches(agent, c + n, RX_SWEEP_CACHES - n);
+	g = sweep_gen(c, n);
+	if (!always && g &&
+	    g == __atomic_load_n(&agent->sweep_gen, __ATOMIC_RELAXED))
+		return;
+	for (i = 0; i < n; i++)
+		(void)regcache_process_events(c[i]);
+	__atomic_store_n(&agent->sweep_gen, sweep_gen(c, n), __ATOMIC_RELAXED);
+}
+
+/*
+ * Called by the caches' dereg callbacks before an MR is freed.  A held
+ * exact entry's MR can go under its handle (libregcache revokes it when
+ * its memory goes), and two readers look at a held entry's MR: mem_fill()
+ * and odp.c's prefetch, both under mem_lock.  libregcache makes the handle
+ * read NULL before it calls dereg, so once mem_lock was free after that,
+ * no reader still holds the old pointer: one lock round, the grace period.
+ */
+void rx_mem_grace(struct rdmaxfer_agent *agent)
+{
+	rx_spin_lock(&agent->mem_lock);
+	rx_spin_unlock(&agent->mem_lock);
 }
 
 /* RDMAXFER_ACCESS_* -> IBV_ACCESS_*: remote write and atomic need local
@@ -166,9 +234,21 @@ static int mem_fill(struct rdmaxfer_agent *agent, struct regcache *cache,
 		ret = rx_cache_get(cache, addr, len, 0, flags, &m->entry);
 	if (ret)
 		return ret;
-	if (access)
-		m->rkey = ((struct ibv_mr *)
-			   regcache_entry_handle(m->entry))->rkey;
+	if (access) {
+		struct ibv_mr *mr;
+
+		/* under mem_lock: see rx_mem_grace() */
+		rx_spin_lock(&agent->mem_lock);
+		mr = regcache_entry_handle(m->entry);
+		if (mr)
+			m->rkey = mr->rkey;
+		rx_spin_unlock(&agent->mem_lock);
+		/* revoked between the get and here: the memory went */
+		if (!mr) {
+			regcache_put(cache, m->entry);
+			return -ESTALE;
+		}
+	}
 	return 0;
 }
 
@@ -207,6 +287,7 @@ int rdmaxfer_mem_register_access(struct rdmaxfer_agent *agent, void *addr,
 	if (!agent || !addr || !len || !memp ||
 	    (access & ~RDMAXFER_ACCESS_REMOTE))
 		return -EINVAL;
+	rx_mem_sweep(agent, false);
 	if (kind != RDMAXFER_MEM_HOST) {
 		/* another kind registers by address only through its table:
 		 * it picks the cache, and the kind the descriptors say */
@@ -339,6 +420,13 @@ int rdmaxfer_mem_desc(const struct rdmaxfer_mem *mem, size_t offset,
 		return mem->ops->describe(mem, offset, len, desc);
 	if (!mem->access)
 		return -EACCES;		/* local only: nothing to export */
+	/* its memory was unmapped or remapped: the key is gone (the sweep
+	 * applies what the monitor saw).  An entry only invalidated (its
+	 * pages still mapped: a zap, a COW or huge-page split) keeps its
+	 * key until the last deregister, as before. */
+	rx_mem_sweep(mem->agent, false);
+	if (mem->entry && !regcache_entry_handle(mem->entry))
+		return -ESTALE;
 	ret = sub_range((uintptr_t)mem->addr, mem->len, offset, len, &a, &l);
 	if (ret)
 		return ret;

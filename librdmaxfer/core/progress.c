@@ -152,11 +152,15 @@ int rx_block(struct rdmaxfer_agent *agent, int64_t deadline_ns)
 	return 0;
 }
 
+/* The thread's poll() timeout, and so the period of its full sweep. */
+#define SWEEP_PERIOD_NS	(100 * 1000000LL)
+
 void *rx_progress_thread(void *arg)
 {
 	struct rdmaxfer_agent *agent = arg;
 	struct pollfd pfd[4];
 	bool cm = true, async = true;
+	int64_t now, swept = 0;
 	uint64_t cnt;
 
 	pfd[0].fd = agent->comp_ch->fd;
@@ -183,6 +187,16 @@ void *rx_progress_thread(void *arg)
 		pthread_cond_broadcast(&agent->cond);
 		pthread_mutex_unlock(&agent->lock);
 		rx_deliver_notifs(agent);
+		/*
+		 * A key whose memory went dies within one period: the
+		 * generations (a few loads) every round, the full apply
+		 * (the cache's write lock, and what the uffd thread
+		 * deferred) once per period, not per completion.
+		 */
+		now = rx_now_ns();
+		rx_mem_sweep(agent, now - swept >= SWEEP_PERIOD_NS);
+		if (now - swept >= SWEEP_PERIOD_NS)
+			swept = now;
 		if (poll(pfd, 4, 100) < 0) {
 			/* interrupted: a full round, no wake to clear */
 			pfd[1].revents = POLLIN;
@@ -213,6 +227,7 @@ int rdmaxfer_progress(struct rdmaxfer_agent *agent)
 
 	if (!agent)
 		return -EINVAL;
+	rx_mem_sweep(agent, false);
 	pthread_mutex_lock(&agent->lock);
 	ret = rx_progress_locked(agent);
 	busy = agent->ext_busy;

@@ -660,6 +660,8 @@ int rdmaxfer_req_post_flags(struct rdmaxfer_req *req, unsigned int flags)
 	peer = req->peer;
 	agent = peer->agent;
 	regs_current = req_regs_current(req);
+	if (!regs_current)
+		rx_mem_sweep(agent, false);	/* a key whose memory went */
 	rx_data_lock(agent);
 	ret = req_start_locked(req, regs_current);
 	if (ret) {

@@ -138,6 +138,7 @@ static int odp_reg(void *user, void *addr, size_t len, uint32_t access,
 
 static int odp_dereg(void *user, void *handle)
 {
+	rx_mem_grace(user);	/* odp_lkey() may be reading it */
 	return -ibv_dereg_mr(handle);
 }
 
@@ -267,6 +268,13 @@ static int odp_init(struct rdmaxfer_agent *agent, void *state)
 	return 0;
 }
 
+/* For rx_mem_sweep(): a held ODP key follows its address, so it must
+ * die with its memory as soon as a pinned one does. */
+static struct regcache *odp_cache(void *state)
+{
+	return ((struct rx_odp *)state)->cache;
+}
+
 static void odp_fini(struct rdmaxfer_agent *agent, void *state)
 {
 	struct rx_odp *odp = state;
@@ -332,6 +340,7 @@ const struct rx_ext rx_ext_odp = {
 	.mem = &odp_mem_ops,
 	.init = odp_init,
 	.fini = odp_fini,
+	.cache = odp_cache,
 };
 RX_EXT_REGISTER(rx_ext_odp);
 
@@ -371,6 +380,8 @@ static bool odp_lkey(struct rdmaxfer_agent *agent, uintptr_t a, size_t len,
 		if (!rdmaxfer_mem_is_odp(m))
 			continue;
 		mr = regcache_entry_handle(m->entry);
+		if (!mr)
+			continue;	/* revoked: its memory went */
 		if (a >= (uintptr_t)mr->addr &&
 		    a + len <= (uintptr_t)mr->addr + mr->length) {
 			*lkey = mr->lkey;

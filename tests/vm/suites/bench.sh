@@ -269,6 +269,7 @@ assert p["state"] == "ACTIVE" and p["link_layer"] == "Ethernet", p
 if gidx:
     assert p["roce_v2_ipv4_gid_index"] == int(gidx), (p["roce_v2_ipv4_gid_index"], gidx)
 assert j["regcache"]["monitor"] in ("kmod", "uffd", "none")
+assert d["caps"]["remote_keys"] == {"mode": "exact", "from_environment": False}, d["caps"]["remote_keys"]
 EOF
 	then
 		rc_ok "rdmaxfer-info: ODP per kernel ($RC_KERNEL), no DM, no dma-buf, RoCE v2 IPv4 GID"
@@ -290,6 +291,16 @@ if [ -n "${RC_KMOD:-}" ] && [ -f "$RC_KMOD" ] && insmod "$RC_KMOD" 2>/dev/null; 
 	fi
 else
 	rc_skip "rdmaxfer-info: monitor kmod with regcache.ko loaded" "regcache.ko did not load"
+fi
+# the weakening mode, chosen by the environment, is visible: the line,
+# and librdmaxfer's notice once on standard error
+if RDMAXFER_CACHE_RKEYS=1 timeout 60 "$INFO" -d "$RXE_DEV" >"$OUT/info-ck.txt" 2>"$OUT/info-ck.err" &&
+	grep -q "remote keys: *cached (forced by RDMAXFER_CACHE_RKEYS=1)" "$OUT/info-ck.txt" &&
+	[ "$(grep -c '^librdmaxfer: remote keys cached (forced by RDMAXFER_CACHE_RKEYS=1)' "$OUT/info-ck.err")" = 1 ]; then
+	rc_ok "rdmaxfer-info: RDMAXFER_CACHE_RKEYS=1 shown and said once"
+else
+	cat "$OUT/info-ck.txt" "$OUT/info-ck.err"
+	rc_fail "rdmaxfer-info: RDMAXFER_CACHE_RKEYS=1 shown and said once"
 fi
 expect_fail "rdmaxfer-info: unknown device" 30 "no RDMA device named" "$INFO" -d nosuchdev
 expect_fail "rdmaxfer-info: bad option" 10 "unrecognized" "$INFO" --frob

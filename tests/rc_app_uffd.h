@@ -40,6 +40,7 @@ static void *app_uffd_thread(void *arg)
 	for (;;) {
 		struct pollfd p[2] = { { u->fd, POLLIN, 0 },
 				       { u->stop, POLLIN, 0 } };
+		struct uffdio_range r;
 		struct uffd_msg m;
 		uintptr_t pg;
 
@@ -51,34 +52,32 @@ static void *app_uffd_thread(void *arg)
 		    m.event != UFFD_EVENT_PAGEFAULT)
 			continue;
 		pg = m.arg.pagefault.address & ~(uintptr_t)(u->psz - 1);
+		r.start = pg;
+		r.len = u->psz;
 		if (m.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
 			struct uffdio_writeprotect w = {
 				.range = { pg, u->psz },
 				.mode = UFFDIO_WRITEPROTECT_MODE_DONTWAKE,
 			};
-			struct uffdio_range r = { pg, u->psz };
 
-			/* counted before the faulting thread wakes, too */
 			if (!ioctl(u->fd, UFFDIO_WRITEPROTECT, &w))
 				u->wp++;
-			(void)ioctl(u->fd, UFFDIO_WAKE, &r);
 		} else {
 			struct uffdio_copy c = {
 				.dst = pg, .src = (uintptr_t)u->page,
 				.len = u->psz, .mode = UFFDIO_COPY_MODE_DONTWAKE,
 			};
-			struct uffdio_range r = { pg, u->psz };
 
-			/*
-			 * A fault raised twice is served once (EEXIST).  The
-			 * count goes up before the faulting thread wakes, so
-			 * that a test reading it once its access returned
-			 * sees every fault served.
-			 */
+			/* a fault raised twice is served once (EEXIST) */
 			if (!ioctl(u->fd, UFFDIO_COPY, &c))
 				u->missing++;
-			(void)ioctl(u->fd, UFFDIO_WAKE, &r);
 		}
+		/*
+		 * Both are served without waking (DONTWAKE): the count goes
+		 * up before the faulting thread wakes, so that a test reading
+		 * it once its access returned sees every fault served.
+		 */
+		(void)ioctl(u->fd, UFFDIO_WAKE, &r);
 	}
 	return NULL;
 }

@@ -10,7 +10,6 @@
  * fuzz_blob.c), whose files must parse or fail cleanly.  Built with the
  * library's own blob.c; runs under any sanitizer the build adds.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -251,53 +250,31 @@ static void test_garbage(void)
 }
 
 /* Replay every corpus file; files named valid-* must parse. */
+static void corpus_one(void *user, const char *name, const char *path,
+		       const unsigned char *data, size_t len)
+{
+	struct rdmaxfer_md *out;
+	int *valid = user, ret;
+
+	(void)path;
+	ret = rdmaxfer_md_parse(data, len, &out);
+	if (!ret) {
+		(*valid)++;
+		rdmaxfer_md_free(out);
+	} else if (ret != -EINVAL && ret != -EPROTO) {
+		CU_FAIL("corpus file: unexpected error code");
+	}
+	if (!strncmp(name, "valid-", 6) && ret) {
+		CU_FAIL("valid corpus file refused");
+		fprintf(stderr, "%s: %d\n", name, ret);
+	}
+}
+
 static void test_corpus(void)
 {
-	DIR *dir = opendir(CORPUS_DIR);
-	struct dirent *de;
-	int files = 0, valid = 0;
+	int valid = 0;
+	int files = rc_corpus_each(CORPUS_DIR, corpus_one, &valid);
 
-	if (!dir) {
-		CU_FAIL("corpus directory " CORPUS_DIR " missing");
-		return;
-	}
-	while ((de = readdir(dir))) {
-		char path[4096];
-		uint8_t *buf;
-		struct rdmaxfer_md *out;
-		FILE *f;
-		long len;
-		int ret;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", CORPUS_DIR, de->d_name);
-		f = fopen(path, "rb");
-		if (!f)
-			continue;
-		fseek(f, 0, SEEK_END);
-		len = ftell(f);
-		fseek(f, 0, SEEK_SET);
-		buf = malloc(len ? (size_t)len : 1);
-		if (fread(buf, 1, (size_t)len, f) != (size_t)len) {
-			CU_FAIL("short read of a corpus file");
-		}
-		fclose(f);
-		ret = rdmaxfer_md_parse(buf, (size_t)len, &out);
-		if (!ret) {
-			valid++;
-			rdmaxfer_md_free(out);
-		} else if (ret != -EINVAL && ret != -EPROTO) {
-			CU_FAIL("corpus file: unexpected error code");
-		}
-		if (!strncmp(de->d_name, "valid-", 6) && ret) {
-			CU_FAIL("valid corpus file refused");
-			fprintf(stderr, "%s: %d\n", de->d_name, ret);
-		}
-		files++;
-		free(buf);
-	}
-	closedir(dir);
 	rc_diag("corpus: %d files, %d parse", files, valid);
 	CU_ASSERT(files >= 4);
 }

@@ -9,7 +9,6 @@
  * with the fuzzer's own checks.  Built with the library's dir_codec.c,
  * dir_state.c and blob.c.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -326,40 +325,21 @@ static void test_reset_grace(void)
 	dir_state_fini(&st);
 }
 
+static void corpus_one(void *user, const char *name, const char *path,
+		       const unsigned char *data, size_t len)
+{
+	(void)user;
+	(void)path;
+	if (fd_check(data, len)) {
+		CU_FAIL("corpus file broke the contract");
+		fprintf(stderr, "%s\n", name);
+	}
+}
+
 static void test_corpus(void)
 {
-	DIR *dir = opendir(CORPUS_DIR);
-	struct dirent *de;
-	int files = 0;
+	int files = rc_corpus_each(CORPUS_DIR, corpus_one, NULL);
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
-	while ((de = readdir(dir))) {
-		char path[4096];
-		uint8_t *buf;
-		FILE *f;
-		long len;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", CORPUS_DIR, de->d_name);
-		f = fopen(path, "rb");
-		if (!f)
-			continue;
-		fseek(f, 0, SEEK_END);
-		len = ftell(f);
-		rewind(f);
-		buf = malloc(len ? (size_t)len : 1);
-		if (fread(buf, 1, (size_t)len, f) != (size_t)len)
-			CU_FAIL("short read of a corpus file");
-		fclose(f);
-		if (fd_check(buf, (size_t)len)) {
-			CU_FAIL("corpus file broke the contract");
-			fprintf(stderr, "%s\n", de->d_name);
-		}
-		files++;
-		free(buf);
-	}
-	closedir(dir);
 	rc_diag("corpus: %d files", files);
 	CU_ASSERT(files >= 8);
 }

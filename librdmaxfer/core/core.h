@@ -28,6 +28,7 @@
 #include "wire.h"
 
 struct rx_ext;
+struct rx_win;
 
 #define RX_EXT_MAX	8	/* extensions a build may register */
 
@@ -261,6 +262,7 @@ struct rdmaxfer_mem {
 	 * handles (HOST, ODP) */
 	const struct rx_mem_ops *ops;
 	void *priv;
+	struct rx_win *win;		/* RDMAXFER_RKEY_WINDOW: its window */
 };
 
 struct rx_notif_q {

@@ -58,7 +58,6 @@ _Static_assert(offsetof(struct rdmaxfer_agent_info, rkey_mode) ==
 	       offsetof(struct rdmaxfer_agent_info, rkey_mode) + 8,
 	       "rdmaxfer_agent_info layout");
 
-#define WIN_WAIT_NS	(2LL * 1000 * 1000 * 1000)
 #define WIN_QP_DEPTH	16
 #define WIN_SPARES	64	/* unbound windows kept for the next bind */
 
@@ -138,23 +137,6 @@ static int win_qp_open(struct rdmaxfer_agent *agent, struct win_state *w)
 	return ret;
 }
 
-/* The completion of the one request on w->qp: 0 or -errno. */
-static int win_wait(struct win_state *w)
-{
-	int64_t t0 = rx_now_ns();
-	struct ibv_wc wc;
-	int n;
-
-	do {
-		n = ibv_poll_cq(w->cq, 1, &wc);
-	} while (n == 0 && rx_now_ns() - t0 < WIN_WAIT_NS);
-	if (n < 0)
-		return -EIO;
-	if (n == 0)
-		return -ETIMEDOUT;
-	return rx_wc_errno(wc.status);
-}
-
 /* Lock held: bind mw to [addr, addr + len) of mr with ibv_access's
  * remote rights (len 0: unbind), waited for. */
 static int win_post_bind(struct win_state *w, struct ibv_mw *mw,
@@ -178,7 +160,7 @@ static int win_post_bind(struct win_state *w, struct ibv_mw *mw,
 	ret = ibv_bind_mw(w->qp, mw, &b);
 	if (ret)
 		return ret > 0 ? -ret : ret;
-	return win_wait(w);
+	return rx_loopback_wait(w->cq);
 }
 
 /* Lock held: an unbound window, a spare if there is one. */
@@ -377,11 +359,9 @@ out:
 	return ret;
 }
 
-static void win_fini(struct rdmaxfer_agent *agent, void *state)
+/* The spare windows, the bind QP and its CQ: window mode off. */
+static void win_close(struct win_state *w)
 {
-	struct win_state *w = state;
-
-	(void)agent;
 	while (w->nspare)
 		ibv_dealloc_mw(w->spare[--w->nspare]);
 	win_qp_close(w);
@@ -389,6 +369,14 @@ static void win_fini(struct rdmaxfer_agent *agent, void *state)
 		ibv_destroy_cq(w->cq);
 	w->cq = NULL;
 	w->on = false;
+}
+
+static void win_fini(struct rdmaxfer_agent *agent, void *state)
+{
+	struct win_state *w = state;
+
+	(void)agent;
+	win_close(w);
 	pthread_mutex_destroy(&w->lock);
 }
 
@@ -438,10 +426,7 @@ static int win_init(struct rdmaxfer_agent *agent, void *state)
 	return 0;
 
 none:
-	win_qp_close(w);
-	if (w->cq)
-		ibv_destroy_cq(w->cq);
-	w->cq = NULL;
+	win_close(w);
 	return mode == RDMAXFER_RKEY_WINDOW ? ret : 0;
 }
 

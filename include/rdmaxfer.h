@@ -125,7 +125,34 @@ struct rdmaxfer_agent_attr {
 	 * eight-byte alignment keeps them where it was) */
 	uint32_t max_notifs __attribute__((aligned(8)));
 	uint32_t max_notifs_peer;
-	uint64_t reserved[2];		/* must be zero */
+	/* enum rdmaxfer_rkey_mode: how remote keys are made (0: auto, or
+	 * $RDMAXFER_RKEY_MODE; LIBRDMAXFER_1.15, was reserved[0], whose
+	 * eight-byte alignment keeps it where it was) */
+	uint32_t rkey_mode __attribute__((aligned(8)));
+	uint32_t reserved32;		/* must be zero */
+	uint64_t reserved[1];		/* must be zero */
+};
+
+/*
+ * struct rdmaxfer_agent_attr.rkey_mode: what a remote key
+ * (rdmaxfer_mem_desc()'s rkey) is.  See rdmaxfer_mem_register(3).
+ */
+enum rdmaxfer_rkey_mode {
+	/* window where the device has memory windows that enforce their
+	 * own bounds (checked at create), else exact */
+	RDMAXFER_RKEY_AUTO = 0,
+	/* an exact registration per range and rights, deregistered with
+	 * the range's last handle */
+	RDMAXFER_RKEY_EXACT = 1,
+	/* a memory window per handle, bound to exactly its range and
+	 * rights over a kept registration without remote rights, and
+	 * invalidated at its deregister; -EOPNOTSUPP at create where the
+	 * device has no working windows */
+	RDMAXFER_RKEY_WINDOW = 2,
+	/* an exact registration kept after its last deregister (the same
+	 * as RDMAXFER_AGENT_CACHE_RKEYS): the opt-in that trades safety
+	 * for speed */
+	RDMAXFER_RKEY_CACHED = 3,
 };
 
 #define RDMAXFER_DEF_MAX_HALF_OPEN	64
@@ -184,8 +211,16 @@ struct rdmaxfer_agent_info {
 	 * Was reserved32, always 0, so an older library reports 0.
 	 */
 	uint32_t env_flags;
-	uint64_t reserved[1];
+	/* enum rdmaxfer_rkey_mode in effect (never AUTO; LIBRDMAXFER_1.15,
+	 * was reserved[0]: an older library reports 0) */
+	uint32_t rkey_mode __attribute__((aligned(8)));
+	uint32_t rkey_flags;		/* RDMAXFER_RKEY_F_* */
 };
+
+/* struct rdmaxfer_agent_info.rkey_flags */
+#define RDMAXFER_RKEY_F_DEVICE_MW	(1U << 0)	/* the device reports type-1 windows */
+#define RDMAXFER_RKEY_F_MW_BOUNDS	(1U << 1)	/* ... and refused a WRITE one byte past one */
+#define RDMAXFER_RKEY_F_ENV		(1U << 2)	/* rkey_mode from $RDMAXFER_RKEY_MODE */
 int rdmaxfer_agent_query(struct rdmaxfer_agent *agent,
 			 struct rdmaxfer_agent_info *info);
 
@@ -222,6 +257,14 @@ struct rdmaxfer_agent_stats {
 	uint64_t ring_proto_errors;	/* refused by a ring: out of order, a
 					 * jump, more than its slots, an
 					 * attach naming no ring */
+	/* RDMAXFER_RKEY_WINDOW (LIBRDMAXFER_1.15): windows bound, unbound
+	 * at a deregister, unbound because their memory went, and unbinds
+	 * that failed (the bind QP in error) and were done by freeing the
+	 * window instead */
+	uint64_t windows_bound;
+	uint64_t windows_unbound;
+	uint64_t windows_revoked;
+	uint64_t window_fallbacks;
 };
 int rdmaxfer_agent_stats(struct rdmaxfer_agent *agent,
 			 struct rdmaxfer_agent_stats *stats, size_t size);

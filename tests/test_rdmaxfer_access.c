@@ -23,6 +23,12 @@
  * (anonymous memory, and a memfd A replaced by a memfd B): after the
  * bound rdmaxfer_mem_register(3) states, the old key is refused, the new
  * memory and file A are unchanged, and the handle reports -ESTALE.
+ * ACCESS_RKEY_MODE=window in the environment makes the default side a
+ * RDMAXFER_RKEY_WINDOW agent, so that every case above runs through
+ * memory windows; then two registrations of one range get two keys, the
+ * MR's own rkey (and its lkey) under a window reach nothing, and every
+ * register binds a window and every deregister unbinds it (the agent's
+ * stats).  The mode's choice and RDMAXFER_RKEY_MODE are checked in both.
  * Skips (77) without $RXE_ADDR or an RDMA device.
  */
 #include "config.h"
@@ -39,6 +45,8 @@
 #define WAIT_MS		20000
 
 #include "rdmaxfer_test_util.h"
+/* the MR under a window: the handle's cache entry (window case) */
+#include "../librdmaxfer/core/core.h"
 
 #define ARENA_PAGES	16
 #define LBUF_LEN	(64 * 1024)
@@ -62,6 +70,7 @@ static uint64_t *res;
 static uint8_t *arena, *shadow;
 static size_t psz, arena_len;
 static int refusals;
+static bool window;		/* ACCESS_RKEY_MODE=window: DEF is a window agent */
 
 static int side_init(struct side *s, uint32_t flags)
 {
@@ -70,6 +79,10 @@ static int side_init(struct side *s, uint32_t flags)
 	rdmaxfer_agent_attr_init(&attr);
 	attr.progress = RDMAXFER_PROGRESS_THREAD;
 	attr.flags = RDMAXFER_AGENT_NO_ENV | flags;
+	if (window && s == DEF) {
+		attr.rkey_mode = RDMAXFER_RKEY_WINDOW;
+		s->name = "window";
+	}
 	if (rdmaxfer_agent_create(&attr, &s->srv) ||
 	    rdmaxfer_listen(s->srv, addr, 0) ||
 	    rdmaxfer_listen_port(s->srv, &s->port))
@@ -363,15 +376,23 @@ static void test_neighbours(void)
 	m4 = reg(DEF, psz + 104, 1000, RDMAXFER_ACCESS_REMOTE_READ, &d4);
 	CU_ASSERT(d1.rkey != d2.rkey && d1.rkey != d3.rkey &&
 		  d2.rkey != d3.rkey);
-	CU_ASSERT_EQUAL(d1.rkey, d1b.rkey);
+	/* a window per handle: two handles, two keys */
+	if (window)
+		CU_ASSERT_NOT_EQUAL(d1.rkey, d1b.rkey);
+	if (!window)
+		CU_ASSERT_EQUAL(d1.rkey, d1b.rkey);
 	CU_ASSERT(d4.rkey != d1.rkey);
 	probe(DEF, &d1, RDMAXFER_ACCESS_REMOTE);
 	probe(DEF, &d2, RDMAXFER_ACCESS_REMOTE);
 	probe(DEF, &d3, RW);
 	probe(DEF, &d4, RDMAXFER_ACCESS_REMOTE_READ);
-	/* one handle of two gone: the shared key still works */
+	/* one handle of two gone: the shared key still works (a window:
+	 * the other handle's works, the gone one's is refused) */
 	CU_ASSERT_EQUAL(rdmaxfer_mem_deregister(m1b), 0);
 	expect_ok(DEF, RDMAXFER_OP_WRITE, &d1);
+	if (window)
+		expect_refused(DEF, RDMAXFER_OP_WRITE, &d1b,
+			       "the other handle's window, deregistered");
 	rdmaxfer_mem_deregister(m4);
 	rdmaxfer_mem_deregister(m3);
 	rdmaxfer_mem_deregister(m2);
@@ -788,6 +809,128 @@ static void test_mode_info(void)
 	rc_diag("%d refused operations checked so far", refusals);
 }
 
+/*
+ * Window mode only: under a window the registration has no remote
+ * rights, so the MR's own rkey (and its lkey, which rxe's rkeys share)
+ * reach nothing; the same range registered again gets another key, the
+ * old one refused; every register bound a window and every deregister
+ * unbound it, none through the fallback.
+ */
+static void test_window(void)
+{
+	struct rdmaxfer_agent_stats st0, st1;
+	struct rdmaxfer_desc d, d2, x;
+	struct rdmaxfer_mem *m, *m2;
+	struct ibv_mr *mr;
+
+	if (!window) {
+		rc_diag("default mode: no window to check");
+		return;
+	}
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_agent_stats(DEF->srv, &st0,
+						   sizeof(st0)), 0);
+	arena_start();
+	m = reg(DEF, psz + 104, 1000, RDMAXFER_ACCESS_REMOTE, &d);
+	expect_ok(DEF, RDMAXFER_OP_WRITE, &d);
+	mr = regcache_entry_handle(m->entry);
+	CU_ASSERT_FATAL(mr != NULL);
+	CU_ASSERT(mr->rkey != d.rkey && mr->lkey != d.rkey);
+	x = at(&d, d.addr, 8);
+	x.rkey = mr->rkey;
+	expect_refused(DEF, RDMAXFER_OP_WRITE, &x, "the MR's own rkey");
+	x.rkey = mr->lkey;
+	expect_refused(DEF, RDMAXFER_OP_WRITE, &x, "the MR's lkey as rkey");
+	expect_refused(DEF, RDMAXFER_OP_READ, &x, "the MR's lkey as rkey");
+	/* the registration is kept: the range again is a hit, a new key */
+	CU_ASSERT_EQUAL(rdmaxfer_mem_deregister(m), 0);
+	m2 = reg(DEF, psz + 104, 1000, RDMAXFER_ACCESS_REMOTE, &d2);
+	CU_ASSERT_NOT_EQUAL(d2.rkey, d.rkey);
+	expect_refused(DEF, RDMAXFER_OP_WRITE, &d, "the last window's key");
+	expect_ok(DEF, RDMAXFER_OP_WRITE, &d2);
+	CU_ASSERT_EQUAL(rdmaxfer_mem_deregister(m2), 0);
+	expect_refused(DEF, RDMAXFER_OP_WRITE, &d2, "after deregister");
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_agent_stats(DEF->srv, &st1,
+						   sizeof(st1)), 0);
+	CU_ASSERT_EQUAL(st1.windows_bound - st0.windows_bound, 2);
+	CU_ASSERT_EQUAL(st1.windows_unbound - st0.windows_unbound, 2);
+	CU_ASSERT_EQUAL(st1.window_fallbacks, 0);
+	rc_diag("windows: %llu bound, %llu unbound, %llu revoked",
+		(unsigned long long)st1.windows_bound,
+		(unsigned long long)st1.windows_unbound,
+		(unsigned long long)st1.windows_revoked);
+	arena_end();
+}
+
+/* rdmaxfer_agent_create() with $RDMAXFER_RKEY_MODE=value: its result,
+ * and the agent's info when it made one. */
+static int env_mode(const char *value, struct rdmaxfer_agent_info *info)
+{
+	struct rdmaxfer_agent *a;
+	int ret;
+
+	setenv("RDMAXFER_RKEY_MODE", value, 1);
+	ret = rdmaxfer_agent_create(NULL, &a);
+	unsetenv("RDMAXFER_RKEY_MODE");
+	if (!ret) {
+		CU_ASSERT_EQUAL(rdmaxfer_agent_query(a, info), 0);
+		rdmaxfer_agent_destroy(a);
+	}
+	return ret;
+}
+
+/*
+ * The remote-key mode: auto is window exactly where the device's
+ * windows refused the self-test's access past their end; the variable
+ * forces each mode (and says so in rkey_flags; cached also in
+ * env_flags); a value it does not know, a mode out of range and a
+ * cached flag beside another mode fail the create.
+ */
+static void test_rkey_mode(void)
+{
+	struct rdmaxfer_agent_attr attr;
+	struct rdmaxfer_agent_info info;
+	struct rdmaxfer_agent *a;
+
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_agent_query(DEF->srv, &info), 0);
+	CU_ASSERT_EQUAL(info.rkey_mode, window ? RDMAXFER_RKEY_WINDOW :
+			(info.rkey_flags & RDMAXFER_RKEY_F_MW_BOUNDS) ?
+			RDMAXFER_RKEY_WINDOW : RDMAXFER_RKEY_EXACT);
+	CU_ASSERT_FALSE(info.rkey_flags & RDMAXFER_RKEY_F_ENV);
+	rc_diag("device windows: %s, bounds %s",
+		info.rkey_flags & RDMAXFER_RKEY_F_DEVICE_MW ? "yes" : "no",
+		info.rkey_flags & RDMAXFER_RKEY_F_MW_BOUNDS ?
+		"enforced" : "not enforced");
+	CU_ASSERT_EQUAL(rdmaxfer_agent_query(KEEP->srv, &info), 0);
+	CU_ASSERT_EQUAL(info.rkey_mode, RDMAXFER_RKEY_CACHED);
+	if (window) {
+		CU_ASSERT_EQUAL(env_mode("window", &info), 0);
+		CU_ASSERT_EQUAL(info.rkey_mode, RDMAXFER_RKEY_WINDOW);
+		CU_ASSERT(info.rkey_flags & RDMAXFER_RKEY_F_ENV);
+	}
+	CU_ASSERT_EQUAL(env_mode("exact", &info), 0);
+	CU_ASSERT_EQUAL(info.rkey_mode, RDMAXFER_RKEY_EXACT);
+	CU_ASSERT(info.rkey_flags & RDMAXFER_RKEY_F_ENV);
+	CU_ASSERT_EQUAL(info.env_flags, 0);
+	CU_ASSERT_EQUAL(env_mode("cached", &info), 0);
+	CU_ASSERT_EQUAL(info.rkey_mode, RDMAXFER_RKEY_CACHED);
+	CU_ASSERT(info.flags & RDMAXFER_AGENT_CACHE_RKEYS);
+	CU_ASSERT(info.env_flags & RDMAXFER_AGENT_CACHE_RKEYS);
+	CU_ASSERT_EQUAL(env_mode("windows", &info), -EINVAL);
+	rdmaxfer_agent_attr_init(&attr);
+	attr.rkey_mode = RDMAXFER_RKEY_CACHED + 1;
+	CU_ASSERT_EQUAL(rdmaxfer_agent_create(&attr, &a), -EINVAL);
+	attr.rkey_mode = RDMAXFER_RKEY_EXACT;
+	attr.flags = RDMAXFER_AGENT_CACHE_RKEYS;
+	CU_ASSERT_EQUAL(rdmaxfer_agent_create(&attr, &a), -EINVAL);
+	attr.rkey_mode = RDMAXFER_RKEY_CACHED;
+	attr.flags = RDMAXFER_AGENT_NO_ENV;
+	CU_ASSERT_EQUAL_FATAL(rdmaxfer_agent_create(&attr, &a), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_agent_query(a, &info), 0);
+	CU_ASSERT(info.flags & RDMAXFER_AGENT_CACHE_RKEYS);
+	CU_ASSERT_EQUAL(info.rkey_mode, RDMAXFER_RKEY_CACHED);
+	rdmaxfer_agent_destroy(a);
+}
+
 static const struct rc_test_case cases[] = {
 	{ "exact", test_exact },
 	{ "neighbours", test_neighbours },
@@ -800,12 +943,17 @@ static const struct rc_test_case cases[] = {
 	{ "key_dies_anon", test_key_dies_anon },
 	{ "key_dies_memfd", test_key_dies_memfd },
 	{ "mode_info", test_mode_info },
+	{ "window", test_window },
+	{ "rkey_mode", test_rkey_mode },
 	{ NULL, NULL }
 };
 
 int main(int argc, char **argv)
 {
+	const char *mode = getenv("ACCESS_RKEY_MODE");
+
 	addr = rxe_addr_or_skip();
+	window = mode && !strcmp(mode, "window");
 	signal(SIGPIPE, SIG_IGN);
 	rc_add_suite("access", suite_init, suite_cleanup, cases);
 	return rc_test_main(argc, argv);

@@ -381,15 +381,21 @@ static void show_odp_policy(const char *dev)
 }
 
 /*
- * How an agent made here keeps remote keys (rdmaxfer_agent_query()'s
- * flags and env_flags): exact, dying with their last handle and with
- * their memory, or cached (RDMAXFER_AGENT_CACHE_RKEYS), and whether the
- * environment (RDMAXFER_CACHE_RKEYS=1) chose the weaker mode.
+ * How an agent made here makes remote keys (rdmaxfer_agent_query()'s
+ * rkey_mode, rkey_flags, flags and env_flags): exact registrations dying
+ * with their last handle and with their memory, memory windows over kept
+ * registrations, or cached (RDMAXFER_AGENT_CACHE_RKEYS); whether the
+ * device has windows and whether they refused an access one byte past
+ * their end; and whether the environment (RDMAXFER_CACHE_RKEYS=1,
+ * RDMAXFER_RKEY_MODE) chose the mode.
  */
 static void show_rkeys(const char *dev)
 {
+	static const char *const modes[] = { "unknown", "exact", "window",
+					     "cached" };
 	struct rdmaxfer_agent_info info;
 	struct rdmaxfer_agent *a;
+	const char *mode, *dev_mw;
 	bool cached, from_env;
 	int ret;
 
@@ -404,17 +410,36 @@ static void show_rkeys(const char *dev)
 	}
 	cached = info.flags & RDMAXFER_AGENT_CACHE_RKEYS;
 	from_env = info.env_flags & RDMAXFER_AGENT_CACHE_RKEYS;
+	mode = info.rkey_mode < 4 ? modes[info.rkey_mode] : modes[0];
+	if (cached)
+		mode = "cached";
+	dev_mw = !(info.rkey_flags & RDMAXFER_RKEY_F_DEVICE_MW) ? "none" :
+		 (info.rkey_flags & RDMAXFER_RKEY_F_MW_BOUNDS) ?
+		 "bounds enforced" : "bounds not enforced";
 	if (json) {
 		jopen("remote_keys", '{');
-		jstr("mode", cached ? "cached" : "exact");
-		jbool("from_environment", from_env);
+		jstr("mode", mode);
+		jbool("from_environment", from_env ||
+		      (info.rkey_flags & RDMAXFER_RKEY_F_ENV));
+		jstr("device_windows", dev_mw);
 		jclose('}');
-	} else if (cached) {
-		printf("    remote keys:   cached%s: a key stays valid after its last deregister until eviction or unmap\n",
-		       from_env ? " (forced by RDMAXFER_CACHE_RKEYS=1)" : "");
-	} else {
-		printf("    remote keys:   exact: a key dies with its last handle, or with its memory\n");
+		return;
 	}
+	if (cached)
+		printf("    remote keys:   cached%s: a key stays valid after its last deregister until eviction or unmap\n",
+		       !from_env ? "" :
+		       (info.rkey_flags & RDMAXFER_RKEY_F_ENV) ?
+		       " (forced by RDMAXFER_RKEY_MODE=cached)" :
+		       " (forced by RDMAXFER_CACHE_RKEYS=1)");
+	else if (info.rkey_mode == RDMAXFER_RKEY_WINDOW)
+		printf("    remote keys:   window%s: a window per handle over a registration without remote rights; dies with its handle, or with its memory\n",
+		       (info.rkey_flags & RDMAXFER_RKEY_F_ENV) ?
+		       " (RDMAXFER_RKEY_MODE=window)" : "");
+	else
+		printf("    remote keys:   exact%s: a key dies with its last handle, or with its memory\n",
+		       (info.rkey_flags & RDMAXFER_RKEY_F_ENV) ?
+		       " (RDMAXFER_RKEY_MODE=exact)" : "");
+	printf("    memory windows: %s\n", dev_mw);
 }
 
 /*

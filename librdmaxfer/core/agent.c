@@ -19,19 +19,23 @@
 #include <sys/random.h>
 
 #include "internal.h"
+#include "window.h"
 
 #define DEF_SQ_DEPTH		256
 #define DEF_SRQ_DEPTH		256
 #define DEF_CQ_DEPTH		4096
 #define DEF_STRIPE		(64U * 1024)
 #define DEF_CM_TIMEOUT_MS	5000
-/* max_notifs and max_notifs_peer took the eight bytes of reserved[0]:
- * no other field of the attributes moved, nor their size */
+/* max_notifs and max_notifs_peer took the eight bytes of reserved[0],
+ * rkey_mode and reserved32 the next eight: no other field of the
+ * attributes moved, nor their size */
 _Static_assert(offsetof(struct rdmaxfer_agent_attr, max_notifs) % 8 == 0 &&
-	       offsetof(struct rdmaxfer_agent_attr, reserved) ==
+	       offsetof(struct rdmaxfer_agent_attr, rkey_mode) ==
 	       offsetof(struct rdmaxfer_agent_attr, max_notifs) + 8 &&
+	       offsetof(struct rdmaxfer_agent_attr, reserved) ==
+	       offsetof(struct rdmaxfer_agent_attr, rkey_mode) + 8 &&
 	       sizeof(struct rdmaxfer_agent_attr) ==
-	       offsetof(struct rdmaxfer_agent_attr, reserved) + 16,
+	       offsetof(struct rdmaxfer_agent_attr, reserved) + 8,
 	       "rdmaxfer_agent_attr layout");
 
 RX_EXPORT
@@ -91,6 +95,7 @@ static int cache_dereg(void *user, void *handle)
 {
 	int ret;
 
+	rx_win_revoke_mr(user, handle);	/* a bound window fails the dereg */
 	rx_mem_grace(user);
 	ret = ibv_dereg_mr(handle);
 
@@ -99,7 +104,8 @@ static int cache_dereg(void *user, void *handle)
 
 static int check_attr(struct rdmaxfer_agent_attr *a)
 {
-	if (a->reserved[0] || a->reserved[1] || a->odp > RDMAXFER_ODP_OFF)
+	if (a->reserved32 || a->reserved[0] || a->odp > RDMAXFER_ODP_OFF ||
+	    rx_rkey_attr(a))
 		return -EINVAL;
 	/* a flag this library does not know is refused, not dropped: it
 	 * may ask for a safety this library cannot give */
@@ -200,7 +206,7 @@ static int agent_new(const struct rdmaxfer_agent_attr *attr,
 		agent->attr = *attr;
 	else
 		rdmaxfer_agent_attr_init(&agent->attr);
-	agent->info.env_flags = env_attr(&agent->attr);
+	agent->info.env_flags = env_attr(&agent->attr) | rx_rkey_env(agent);
 	ret = check_attr(&agent->attr);
 	if (ret) {
 		free(agent);
@@ -567,6 +573,7 @@ int rdmaxfer_agent_stats(struct rdmaxfer_agent *agent,
 	s.notifs_queued = agent->notifs.count;
 	s.notifs_held = agent->nheld;
 	pthread_mutex_unlock(&agent->lock);
+	rx_win_stats(agent, &s);
 	/* a caller built with a longer struct gets zeros past ours */
 	if (size > sizeof(s)) {
 		memset((char *)stats + sizeof(s), 0, size - sizeof(s));

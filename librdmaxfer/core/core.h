@@ -28,6 +28,7 @@
 #include "wire.h"
 
 struct rx_ext;
+struct rx_win;
 
 #define RX_EXT_MAX	8	/* extensions a build may register */
 
@@ -261,6 +262,7 @@ struct rdmaxfer_mem {
 	 * handles (HOST, ODP) */
 	const struct rx_mem_ops *ops;
 	void *priv;
+	struct rx_win *win;		/* RDMAXFER_RKEY_WINDOW: its window */
 };
 
 struct rx_notif_q {
@@ -613,6 +615,7 @@ int rx_cache_get(struct regcache *cache, void *addr, size_t len,
  * and a signalled work request on it, waited for (2 s): 0 or -errno */
 int rx_loopback_connect(struct rdmaxfer_agent *agent, struct ibv_qp *q,
 			uint32_t dqpn);
+int rx_loopback_wait(struct ibv_cq *cq);
 int rx_loopback_post(struct ibv_qp *qp, struct ibv_cq *cq,
 		     struct ibv_send_wr *wr);
 

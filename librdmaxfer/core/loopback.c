@@ -65,14 +65,23 @@ int rx_loopback_post(struct ibv_qp *qp, struct ibv_cq *cq,
 		     struct ibv_send_wr *wr)
 {
 	struct ibv_send_wr *bad;
-	struct ibv_wc wc;
-	int64_t t0 = rx_now_ns();
-	int n, ret;
+	int ret;
 
 	wr->send_flags = IBV_SEND_SIGNALED;
 	ret = ibv_post_send(qp, wr, &bad);
 	if (ret)
 		return -ret;
+	return rx_loopback_wait(cq);
+}
+
+/* The one completion the caller's request will give on cq, waited for
+ * (LOOPBACK_WAIT_NS at most): its status as 0 or -errno. */
+int rx_loopback_wait(struct ibv_cq *cq)
+{
+	struct ibv_wc wc;
+	int64_t t0 = rx_now_ns();
+	int n;
+
 	do {
 		n = ibv_poll_cq(cq, 1, &wc);
 	} while (n == 0 && rx_now_ns() - t0 < LOOPBACK_WAIT_NS);

@@ -44,10 +44,17 @@
  *   cache evicts it or the monitor invalidates it (munmap, remap): an
  *   application that opts in promises not to reuse exported memory for
  *   anything a former peer must not see.  Still only the exact bytes.
- * - Either way, a key dies with its memory: when the monitor sees the
+ * - RDMAXFER_RKEY_WINDOW (window.c): the exact entry is registered with
+ *   IBV_ACCESS_MW_BIND and no remote rights (its own rkey reaches
+ *   nothing) and kept; the rkey is a memory window bound to exactly the
+ *   handle's range and rights, one per handle, unbound at its deregister
+ *   before that returns.  Registering the range again is a hit and a
+ *   bind, with a new key.
+ * - In every mode a key dies with its memory: when the monitor sees the
  *   range unmapped or remapped, libregcache deregisters the exact entry
  *   even while handles hold it (its holders keep an entry whose handle
- *   is NULL).  rx_mem_sweep() applies the monitor's events at least once
+ *   is NULL; the windows over it are unbound first, rx_win_revoke_mr()).
+ *   rx_mem_sweep() applies the monitor's events at least once
  *   per progress-thread round and at the agent's calls that may touch a
  *   key (progress, post, describe, register), which bounds how long a
  *   key outlives its memory; a held handle then describes nothing
@@ -57,6 +64,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "window.h"
 
 /*
  * The cache get behind handles and transfers.  Never-touched memory needs
@@ -210,10 +218,11 @@ void rx_mem_free_spares(struct rdmaxfer_agent *agent)
 	agent->nspares = 0;
 }
 
-/* What a handle on a cache entry of [addr, addr + len) holds: the get. */
+/* What a handle on a cache entry of [addr, addr + len) holds: the get,
+ * and in window mode (win) the window its key is. */
 static int mem_fill(struct rdmaxfer_agent *agent, struct regcache *cache,
 		    void *addr, size_t len, enum rdmaxfer_mem_kind kind,
-		    uint32_t access, unsigned int flags,
+		    uint32_t access, unsigned int flags, bool win,
 		    struct rdmaxfer_mem *m)
 {
 	int ret;
@@ -226,14 +235,22 @@ static int mem_fill(struct rdmaxfer_agent *agent, struct regcache *cache,
 		.kind = kind,
 		.access = access,
 	};
-	ret = rx_cache_get(cache, addr, len, rx_ibv_access(access), flags,
-			   &m->entry);
+	ret = rx_cache_get(cache, addr, len,
+			   win ? rx_win_mr_access(access) : rx_ibv_access(access),
+			   flags, &m->entry);
 	/* local-only memory the process may not write (PROT_READ, a
 	 * read-only file mapping): it can still be a WRITE's source */
 	if (ret == -EFAULT && !access)
 		ret = rx_cache_get(cache, addr, len, 0, flags, &m->entry);
 	if (ret)
 		return ret;
+	if (win) {
+		ret = rx_win_bind(agent, m->entry, addr, len, access, &m->win,
+				  &m->rkey);
+		if (ret)
+			regcache_put(cache, m->entry);
+		return ret;
+	}
 	if (access) {
 		struct ibv_mr *mr;
 
@@ -261,7 +278,8 @@ int rx_mem_register(struct rdmaxfer_agent *agent, struct regcache *cache,
 	struct rdmaxfer_mem init, *mem;
 	int ret;
 
-	ret = mem_fill(agent, cache, addr, len, kind, access, flags, &init);
+	ret = mem_fill(agent, cache, addr, len, kind, access, flags, false,
+		       &init);
 	if (ret)
 		return ret;
 	mem = malloc(sizeof(*mem));
@@ -282,6 +300,7 @@ int rdmaxfer_mem_register_access(struct rdmaxfer_agent *agent, void *addr,
 	struct regcache *cache = agent ? agent->cache : NULL;
 	struct rdmaxfer_mem init;
 	unsigned int flags = 0;
+	bool win = false;
 	int ret;
 
 	if (!agent || !addr || !len || !memp ||
@@ -313,15 +332,20 @@ int rdmaxfer_mem_register_access(struct rdmaxfer_agent *agent, void *addr,
 		 * cache applied the unmap.  So it goes with its last handle
 		 * in every mode, as a dma-buf MR does.
 		 */
-		if (!(agent->attr.flags & RDMAXFER_AGENT_CACHE_RKEYS) ||
-		    cache != agent->cache)
+		/* window mode: the registration, without remote rights, is
+		 * kept; the window is what dies (window.c) */
+		win = cache == agent->cache && rx_win_enabled(agent);
+		if (!win && (!(agent->attr.flags & RDMAXFER_AGENT_CACHE_RKEYS) ||
+			     cache != agent->cache))
 			flags |= REGCACHE_GET_NOKEEP;
 	}
-	ret = mem_fill(agent, cache, addr, len, kind, access, flags, &init);
+	ret = mem_fill(agent, cache, addr, len, kind, access, flags, win,
+		       &init);
 	if (ret)
 		return ret;
 	*memp = mem_new(&init);
 	if (!*memp) {
+		rx_win_unbind(agent, init.win);
 		regcache_put(cache, init.entry);
 		return -ENOMEM;
 	}
@@ -341,6 +365,9 @@ int rdmaxfer_mem_register(struct rdmaxfer_agent *agent, void *addr,
  * region holds beyond it: its MR is gone before its mapping is. */
 static void mem_put_refs(struct rdmaxfer_mem *mem)
 {
+	/* the key first: when deregister returns, no peer gets through */
+	rx_win_unbind(mem->agent, mem->win);
+	mem->win = NULL;
 	if (mem->entry)
 		regcache_put(mem->cache, mem->entry);
 	if (mem->ops)

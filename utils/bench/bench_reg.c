@@ -8,7 +8,9 @@
  * batch interleaved so that machine noise hits all three alike:
  *  local      rdmaxfer_mem_register_access(access 0): cached, a hit;
  *  remote     RDMAXFER_ACCESS_REMOTE, default agent: the rkey must die at
- *             the deregister, so every cycle is a real registration;
+ *             the deregister, so every cycle is a real registration
+ *             (exact mode), or a bind and an unbind of a memory window
+ *             over a kept registration (RDMAXFER_RKEY_MODE=window);
  *  cached     RDMAXFER_ACCESS_REMOTE, RDMAXFER_AGENT_CACHE_RKEYS agent:
  *             an exact entry kept after the deregister, a hit;
  *  regcache   regcache_get() + regcache_put() of a cache of the
@@ -322,9 +324,11 @@ int bench_reg_access(const struct bench_reg_cfg *cfg)
 	}
 	memset(buf, 0x5a, 4 * maxs);
 	if (!cfg->csv) {
-		printf("# reg_access: %s, cache monitor %s (regcache: %s); register + deregister of one range, usec per cycle, median of %d batches of %d\n",
+		printf("# reg_access: %s, cache monitor %s (regcache: %s), remote column's rkey mode %s; register + deregister of one range, usec per cycle, median of %d batches of %d\n",
 		       info.device, info.cache_monitor,
-		       regcache_monitor_name(cache), cfg->batches, cfg->batch);
+		       regcache_monitor_name(cache),
+		       info.rkey_mode == RDMAXFER_RKEY_WINDOW ? "window" :
+		       "exact", cfg->batches, cfg->batch);
 		ret = br_first(def, keep, pd, buf, maxs, cfg->sizes[0]);
 		if (ret) {
 			fprintf(stderr, "reg_access: first registration: %s (%d)\n",

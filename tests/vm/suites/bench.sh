@@ -269,7 +269,8 @@ assert p["state"] == "ACTIVE" and p["link_layer"] == "Ethernet", p
 if gidx:
     assert p["roce_v2_ipv4_gid_index"] == int(gidx), (p["roce_v2_ipv4_gid_index"], gidx)
 assert j["regcache"]["monitor"] in ("kmod", "uffd", "none")
-assert d["caps"]["remote_keys"] == {"mode": "exact", "from_environment": False}, d["caps"]["remote_keys"]
+# rxe has windows, which do not enforce their bounds: auto is exact
+assert d["caps"]["remote_keys"] == {"mode": "exact", "from_environment": False, "device_windows": "bounds not enforced"}, d["caps"]["remote_keys"]
 EOF
 	then
 		rc_ok "rdmaxfer-info: ODP per kernel ($RC_KERNEL), no DM, no dma-buf, RoCE v2 IPv4 GID"
@@ -301,6 +302,14 @@ if RDMAXFER_CACHE_RKEYS=1 timeout 60 "$INFO" -d "$RXE_DEV" >"$OUT/info-ck.txt" 2
 else
 	cat "$OUT/info-ck.txt" "$OUT/info-ck.err"
 	rc_fail "rdmaxfer-info: RDMAXFER_CACHE_RKEYS=1 shown and said once"
+fi
+# a mode forced by RDMAXFER_RKEY_MODE is shown as such
+if RDMAXFER_RKEY_MODE=window timeout 60 "$INFO" -d "$RXE_DEV" >"$OUT/info-mw.txt" 2>&1 &&
+	grep -q "remote keys: *window (RDMAXFER_RKEY_MODE=window)" "$OUT/info-mw.txt"; then
+	rc_ok "rdmaxfer-info: RDMAXFER_RKEY_MODE=window shown"
+else
+	cat "$OUT/info-mw.txt"
+	rc_fail "rdmaxfer-info: RDMAXFER_RKEY_MODE=window shown"
 fi
 expect_fail "rdmaxfer-info: unknown device" 30 "no RDMA device named" "$INFO" -d nosuchdev
 expect_fail "rdmaxfer-info: bad option" 10 "unrecognized" "$INFO" --frob

@@ -125,7 +125,19 @@ struct rdmaxfer_agent_attr {
 	 * eight-byte alignment keeps them where it was) */
 	uint32_t max_notifs __attribute__((aligned(8)));
 	uint32_t max_notifs_peer;
-	uint64_t reserved[2];		/* must be zero */
+	/*
+	 * Connection authentication: a file holding the key this agent
+	 * shares with its peers (16 to 1024 bytes, read once at creation;
+	 * refused with -EACCES when group or others may access it).  Every
+	 * connection, both ways, then proves the key with HMAC-SHA256
+	 * challenges before any QP is set up, and a peer without it is
+	 * refused with -EKEYREJECTED.  NULL: $RDMAXFER_AUTH_KEY_FILE, else
+	 * none.  See rdmaxfer(7), Security.  It was reserved[0] (eight-byte
+	 * aligned to keep the layout): a library before it refuses a key
+	 * with -EINVAL, never connects without one.
+	 */
+	const char *auth_key_file __attribute__((aligned(8)));
+	uint64_t reserved[1] __attribute__((aligned(8)));	/* must be zero */
 };
 
 #define RDMAXFER_DEF_MAX_HALF_OPEN	64
@@ -222,6 +234,11 @@ struct rdmaxfer_agent_stats {
 	uint64_t ring_proto_errors;	/* refused by a ring: out of order, a
 					 * jump, more than its slots, an
 					 * attach naming no ring */
+	uint64_t peers_auth_refused;	/* connections refused by
+					 * authentication, either side: no
+					 * key against a key, a wrong or
+					 * replayed proof; zero from a
+					 * library before it (size) */
 };
 int rdmaxfer_agent_stats(struct rdmaxfer_agent *agent,
 			 struct rdmaxfer_agent_stats *stats, size_t size);

@@ -519,6 +519,66 @@ static void qp_drop(struct rdmaxfer_peer *peer, unsigned int i)
 	pthread_mutex_unlock(&peer->agent->lock);
 }
 
+/* The connect parameters of QP i, its hello (with ha) in hb: 0 or
+ * -EINVAL. */
+static int hello_param(struct rdmaxfer_peer *peer, unsigned int i,
+		       const struct rx_hello_auth *ha, uint8_t *hb,
+		       struct rdma_conn_param *cp)
+{
+	struct rdmaxfer_agent *agent = peer->agent;
+	struct rx_hello h = { 0 };
+	int ret;
+
+	h.qp_index = (uint16_t)i;
+	h.nqps = (uint16_t)peer->nqps;
+	h.agent_id = agent->info.agent_id;
+	h.token = peer->token;
+	ret = rx_hello_encode_auth(&h, ha, hb, RX_HELLO_AUTH_LEN);
+	if (ret < 0)
+		return ret;
+	memset(cp, 0, sizeof(*cp));
+	cp->private_data = hb;
+	cp->private_data_len = (uint8_t)ret;
+	cp->responder_resources = agent->rd_atom;
+	cp->initiator_depth = agent->rd_atom;
+	/* the REQ's retry count is both sides' (IB CM): 6, not 7,
+	 * which rxe takes as "retry forever" (rxe_comp.c), so a
+	 * request to a responder that went silent, a peer that
+	 * vanished without a DREQ or a NAK that was lost, would never
+	 * complete.  With 6 it fails with IBV_WC_RETRY_EXC_ERR
+	 * (-ETIMEDOUT) after 7 local ACK timeouts, on every device.
+	 * RNR retries stay infinite: a receiver that is alive but
+	 * slow is waited for (rdmaxfer_notif(3)). */
+	cp->retry_count = RX_RETRY_COUNT;
+	cp->rnr_retry_count = 7;
+	return 0;
+}
+
+/*
+ * The proof of a connect whose accepting side failed its own, sent all
+ * the same so that side counts the refusal too, from an id without a
+ * QP: whatever the answer, no QP of ours reaches RTS (librdmacm reports
+ * the REP of a QP-less id as CONNECT_RESPONSE and moves no QP; the
+ * destroy rejects it).  The id is gone after.
+ */
+static void proof_only(struct rdmaxfer_peer *peer, unsigned int i,
+		       struct rdma_cm_id *id, struct rdma_event_channel *ch,
+		       int64_t deadline, const struct rx_hello_auth *ha)
+{
+	struct rdma_conn_param cp;
+	uint8_t hb[RX_HELLO_AUTH_LEN];
+
+	/* a QP number that is no QP of ours */
+	if (!hello_param(peer, i, ha, hb, &cp)) {
+		cp.qp_num = 0xffffff;
+		if (!rdma_connect(id, &cp))
+			(void)wait_event(peer->agent, ch,
+					 RDMA_CM_EVENT_REJECTED, deadline,
+					 NULL, NULL);
+	}
+	rdma_destroy_id(id);
+}
+
 /*
  * One connect of QP i on the resolved id with the hello's authentication
  * part ha: 0 when ESTABLISHED (the QP installed, its welcome in *w), or
@@ -532,7 +592,6 @@ static int hello_round(struct rdmaxfer_peer *peer, unsigned int i,
 {
 	struct rdmaxfer_agent *agent = peer->agent;
 	struct rdma_conn_param cp = { 0 };
-	struct rx_hello h = { 0 };
 	uint8_t hb[RX_HELLO_AUTH_LEN];
 	int ret;
 
@@ -543,28 +602,9 @@ static int hello_round(struct rdmaxfer_peer *peer, unsigned int i,
 	pthread_mutex_unlock(&agent->lock);
 	if (ret)
 		return ret;
-
-	h.qp_index = (uint16_t)i;
-	h.nqps = (uint16_t)peer->nqps;
-	h.agent_id = agent->info.agent_id;
-	h.token = peer->token;
-	ret = rx_hello_encode_auth(&h, ha, hb, sizeof(hb));
-	if (ret < 0)
+	ret = hello_param(peer, i, ha, hb, &cp);
+	if (ret)
 		goto destroy_qp;
-	cp.private_data = hb;
-	cp.private_data_len = (uint8_t)ret;
-	cp.responder_resources = agent->rd_atom;
-	cp.initiator_depth = agent->rd_atom;
-	/* the REQ's retry count is both sides' (IB CM): 6, not 7,
-	 * which rxe takes as "retry forever" (rxe_comp.c), so a
-	 * request to a responder that went silent, a peer that
-	 * vanished without a DREQ or a NAK that was lost, would never
-	 * complete.  With 6 it fails with IBV_WC_RETRY_EXC_ERR
-	 * (-ETIMEDOUT) after 7 local ACK timeouts, on every device.
-	 * RNR retries stay infinite: a receiver that is alive but
-	 * slow is waited for (rdmaxfer_notif(3)). */
-	cp.retry_count = RX_RETRY_COUNT;
-	cp.rnr_retry_count = 7;
 	if (rdma_connect(id, &cp)) {
 		ret = -errno;
 		goto destroy_qp;
@@ -662,6 +702,10 @@ static int connect_one(struct rdmaxfer_peer *peer, unsigned int i,
 		if (!ret)
 			ret = connect_route(agent, ch, dst, timeout_ms,
 					    deadline, &id);
+		if (!ret && bad) {
+			proof_only(peer, i, id, ch, deadline, &ha);
+			ret = -EKEYREJECTED;
+		}
 		if (ret)
 			goto refused;
 	}
@@ -669,7 +713,7 @@ static int connect_one(struct rdmaxfer_peer *peer, unsigned int i,
 	if (ret == -ECONNREFUSED && (wa.flags & RX_WELCOME_AUTH_REFUSED))
 		ret = -EKEYREJECTED;
 	/* the answer must come from the agent that proved itself */
-	if (!ret && agent->auth && (bad || w.agent_id != c.id_p)) {
+	if (!ret && agent->auth && w.agent_id != c.id_p) {
 		ret = -EKEYREJECTED;
 		goto destroy_qp;
 	}
@@ -698,8 +742,7 @@ destroy_qp:
 destroy_id:
 	rdma_destroy_id(id);
 refused:
-	if (ret == -EKEYREJECTED || (bad && ret == -ECONNREFUSED)) {
-		ret = -EKEYREJECTED;
+	if (ret == -EKEYREJECTED) {
 		pthread_mutex_lock(&agent->lock);
 		agent->stats.peers_auth_refused++;
 		pthread_mutex_unlock(&agent->lock);

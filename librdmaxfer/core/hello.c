@@ -143,14 +143,37 @@ int rx_welcome_decode(const void *buf, size_t len, struct rx_welcome *w)
  * reserved field of the message is cleared in a copy and the plain
  * decoder does the rest, so both forms are checked by one set of rules.
  */
+/* A message's flags: none, or one of the two in mask. */
+static bool flags_ok(uint16_t flags, uint16_t mask)
+{
+	return !(flags & ~mask) && flags != mask;
+}
+
+/* The common checks of an authenticated form: the header, the plain
+ * length, the flags at off (*flags) and the length they need. */
+static int auth_header(const uint8_t *p, size_t len, size_t plain,
+		       size_t off, uint16_t mask, uint16_t needs_more,
+		       size_t more, uint16_t *flags)
+{
+	int ret = check_header(p, len);
+
+	if (ret)
+		return ret;
+	if (len < plain)
+		return -EBADMSG;
+	*flags = get16(p + off);
+	if (!flags_ok(*flags, mask) || ((*flags & needs_more) && len < more))
+		return -EBADMSG;
+	return 0;
+}
+
 int rx_hello_encode_auth(const struct rx_hello *h,
 			 const struct rx_hello_auth *a, void *buf, size_t cap)
 {
 	uint8_t *p = buf;
 	int ret;
 
-	if (!a || (a->flags & ~(RX_HELLO_AUTH | RX_HELLO_PROOF)) ||
-	    a->flags == (RX_HELLO_AUTH | RX_HELLO_PROOF))
+	if (!a || !flags_ok(a->flags, RX_HELLO_AUTH | RX_HELLO_PROOF))
 		return -EINVAL;
 	if (a->flags && cap < RX_HELLO_AUTH_LEN)
 		return -EINVAL;
@@ -174,16 +197,12 @@ int rx_hello_decode_auth(const void *buf, size_t len, struct rx_hello *h,
 
 	if (!p || !h || !a)
 		return -EBADMSG;
-	ret = check_header(p, len);
+	ret = auth_header(p, len, RX_HELLO_LEN, 10,
+			  RX_HELLO_AUTH | RX_HELLO_PROOF,
+			  RX_HELLO_AUTH | RX_HELLO_PROOF, RX_HELLO_AUTH_LEN,
+			  &flags);
 	if (ret)
 		return ret;
-	if (len < RX_HELLO_LEN)
-		return -EBADMSG;
-	flags = get16(p + 10);
-	if ((flags & ~(RX_HELLO_AUTH | RX_HELLO_PROOF)) ||
-	    flags == (RX_HELLO_AUTH | RX_HELLO_PROOF) ||
-	    (flags && len < RX_HELLO_AUTH_LEN))
-		return -EBADMSG;
 	memcpy(tmp, p, sizeof(tmp));
 	put16(tmp + 10, 0);
 	ret = rx_hello_decode(tmp, sizeof(tmp), h);
@@ -202,8 +221,8 @@ int rx_welcome_encode_auth(uint64_t agent_id, const struct rx_welcome_auth *a,
 	uint8_t *p = buf;
 	int ret;
 
-	if (!a || (a->flags & ~(RX_WELCOME_CHALLENGE | RX_WELCOME_AUTH_REFUSED)) ||
-	    a->flags == (RX_WELCOME_CHALLENGE | RX_WELCOME_AUTH_REFUSED))
+	if (!a || !flags_ok(a->flags,
+			    RX_WELCOME_CHALLENGE | RX_WELCOME_AUTH_REFUSED))
 		return -EINVAL;
 	if ((a->flags & RX_WELCOME_CHALLENGE) && cap < RX_WELCOME_AUTH_LEN)
 		return -EINVAL;
@@ -228,16 +247,11 @@ int rx_welcome_decode_auth(const void *buf, size_t len, struct rx_welcome *w,
 
 	if (!p || !w || !a)
 		return -EBADMSG;
-	ret = check_header(p, len);
+	ret = auth_header(p, len, RX_WELCOME_LEN, 6,
+			  RX_WELCOME_CHALLENGE | RX_WELCOME_AUTH_REFUSED,
+			  RX_WELCOME_CHALLENGE, RX_WELCOME_AUTH_LEN, &flags);
 	if (ret)
 		return ret;
-	if (len < RX_WELCOME_LEN)
-		return -EBADMSG;
-	flags = get16(p + 6);
-	if ((flags & ~(RX_WELCOME_CHALLENGE | RX_WELCOME_AUTH_REFUSED)) ||
-	    flags == (RX_WELCOME_CHALLENGE | RX_WELCOME_AUTH_REFUSED) ||
-	    ((flags & RX_WELCOME_CHALLENGE) && len < RX_WELCOME_AUTH_LEN))
-		return -EBADMSG;
 	memcpy(tmp, p, sizeof(tmp));
 	put16(tmp + 6, 0);
 	ret = rx_welcome_decode(tmp, sizeof(tmp), w);

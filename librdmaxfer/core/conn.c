@@ -14,11 +14,11 @@
  * reconnect.
  *
  * With a key (auth.c; rdmaxfer(7) Security) each QP takes two connect
- * requests: the first carries the active side's nonce and is rejected
- * with the passive side's nonce and proof (a challenge the passive side
- * keeps, bounded, answered once); the second carries the active side's
- * proof, and only once it checks out does the passive side create the
- * QP and accept.  A peer that cannot prove the key so never has a QP on
+ * requests: the first, from an id without a QP, carries the active
+ * side's nonce and is rejected with the passive side's nonce and proof
+ * (a challenge the passive side keeps, bounded, answered once); the
+ * second carries the active side's proof, and only once it checks out
+ * does the passive side create the QP and accept.  A peer that cannot prove the key so never has a QP on
  * the passive side, and the active side's QP reaches RTS only on the
  * REP of a passive side that proved itself.  There is no room for the
  * active side's proof in one REQ (56 bytes) with a nonce of the passive
@@ -555,40 +555,20 @@ static int hello_param(struct rdmaxfer_peer *peer, unsigned int i,
 }
 
 /*
- * The proof of a connect whose accepting side failed its own, sent all
- * the same so that side counts the refusal too, from an id without a
- * QP: whatever the answer, no QP of ours reaches RTS (librdmacm reports
- * the REP of a QP-less id as CONNECT_RESPONSE and moves no QP; the
- * destroy rejects it).  The id is gone after.
- */
-static void proof_only(struct rdmaxfer_peer *peer, unsigned int i,
-		       struct rdma_cm_id *id, struct rdma_event_channel *ch,
-		       int64_t deadline, const struct rx_hello_auth *ha)
-{
-	struct rdma_conn_param cp;
-	uint8_t hb[RX_HELLO_AUTH_LEN];
-
-	/* a QP number that is no QP of ours */
-	if (!hello_param(peer, i, ha, hb, &cp)) {
-		cp.qp_num = 0xffffff;
-		if (!rdma_connect(id, &cp))
-			(void)wait_event(peer->agent, ch,
-					 RDMA_CM_EVENT_REJECTED, deadline,
-					 NULL, NULL);
-	}
-	rdma_destroy_id(id);
-}
-
-/*
  * One connect of QP i on the resolved id with the hello's authentication
  * part ha: 0 when ESTABLISHED (the QP installed, its welcome in *w), or
  * -errno with the QP gone (the id is the caller's); a REJ's welcome is
- * in *w and *wa.
+ * in *w and *wa.  Without with_qp it connects an id that has no QP, for
+ * a request that is meant to be rejected (the challenge round, a proof
+ * we know is refused): whatever the answer, no QP of ours reaches RTS,
+ * since librdmacm reports the REP of a QP-less id as CONNECT_RESPONSE
+ * (-ECONNREFUSED here) and moves no QP, and never returns 0.
  */
 static int hello_round(struct rdmaxfer_peer *peer, unsigned int i,
 		       struct rdma_cm_id *id, struct rdma_event_channel *ch,
 		       int64_t deadline, const struct rx_hello_auth *ha,
-		       struct rx_welcome *w, struct rx_welcome_auth *wa)
+		       bool with_qp, struct rx_welcome *w,
+		       struct rx_welcome_auth *wa)
 {
 	struct rdmaxfer_agent *agent = peer->agent;
 	struct rdma_conn_param cp = { 0 };
@@ -597,25 +577,33 @@ static int hello_round(struct rdmaxfer_peer *peer, unsigned int i,
 
 	memset(w, 0, sizeof(*w));
 	memset(wa, 0, sizeof(*wa));
-	pthread_mutex_lock(&agent->lock);
-	ret = rx_qp_install(peer, i, id);
-	pthread_mutex_unlock(&agent->lock);
-	if (ret)
-		return ret;
+	if (with_qp) {
+		pthread_mutex_lock(&agent->lock);
+		ret = rx_qp_install(peer, i, id);
+		pthread_mutex_unlock(&agent->lock);
+		if (ret)
+			return ret;
+	}
 	ret = hello_param(peer, i, ha, hb, &cp);
 	if (ret)
 		goto destroy_qp;
+	/* a QP number that is no QP of ours */
+	if (!with_qp)
+		cp.qp_num = 0xffffff;
 	if (rdma_connect(id, &cp)) {
 		ret = -errno;
 		goto destroy_qp;
 	}
 	ret = wait_event(agent, ch, RDMA_CM_EVENT_ESTABLISHED,
 			 deadline, w, wa);
-	if (!ret)
+	if (!ret && with_qp)
 		return 0;
+	if (!ret)
+		ret = -ECONNREFUSED;
 
 destroy_qp:
-	qp_drop(peer, i);
+	if (with_qp)
+		qp_drop(peer, i);
 	return ret;
 }
 
@@ -641,13 +629,9 @@ static int auth_round(struct rdmaxfer_peer *peer, unsigned int i,
 	ha->flags = RX_HELLO_AUTH;
 	ret = rx_auth_nonce(ha->data);
 	if (!ret)
-		ret = hello_round(peer, i, id, ch, deadline, ha, &w, &wa);
-	if (!ret) {
-		/* accepted without a challenge: not an agent with our key */
-		qp_drop(peer, i);
-		ret = -EKEYREJECTED;
-	} else if (ret == -ECONNREFUSED &&
-		   (wa.flags & RX_WELCOME_CHALLENGE)) {
+		ret = hello_round(peer, i, id, ch, deadline, ha, false, &w,
+				  &wa);
+	if (ret == -ECONNREFUSED && (wa.flags & RX_WELCOME_CHALLENGE)) {
 		ret = 0;
 	} else if (ret == -ECONNREFUSED &&
 		   (wa.flags & RX_WELCOME_AUTH_REFUSED)) {
@@ -702,14 +686,17 @@ static int connect_one(struct rdmaxfer_peer *peer, unsigned int i,
 		if (!ret)
 			ret = connect_route(agent, ch, dst, timeout_ms,
 					    deadline, &id);
+		/* sent all the same, so that side counts the refusal too */
 		if (!ret && bad) {
-			proof_only(peer, i, id, ch, deadline, &ha);
+			(void)hello_round(peer, i, id, ch, deadline, &ha, false,
+					  &w, &wa);
+			rdma_destroy_id(id);
 			ret = -EKEYREJECTED;
 		}
 		if (ret)
 			goto refused;
 	}
-	ret = hello_round(peer, i, id, ch, deadline, &ha, &w, &wa);
+	ret = hello_round(peer, i, id, ch, deadline, &ha, true, &w, &wa);
 	if (ret == -ECONNREFUSED && (wa.flags & RX_WELCOME_AUTH_REFUSED))
 		ret = -EKEYREJECTED;
 	/* the answer must come from the agent that proved itself */

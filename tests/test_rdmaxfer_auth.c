@@ -17,12 +17,17 @@
  *  - a raw peer that holds the key completes the handshake byte by byte
  *    (so the layout is the one documented), and then its captured proof,
  *    replayed alone or after a replayed first hello, is refused: every
- *    challenge is fresh and answered once.
+ *    challenge is fresh and answered once;
+ *  - an agent with a key connecting to a raw listener that accepts
+ *    anything fails, and its challenge request never brings a QP of its
+ *    own to RTS (the listener gets no RTU).
  *
  * Skips (77) without $RXE_ADDR or a device.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +35,7 @@
 #include <unistd.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <arpa/inet.h>
 
 #define WAIT_MS		20000
 
@@ -416,6 +422,137 @@ static void test_raw_replay(void)
 	rx_auth_free(auth);
 }
 
+/* --------------------------------------- a listener that accepts all */
+
+struct rogue {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id, *conns[8];
+	struct ibv_cq *cq;
+	unsigned int nconns, requests, established, refused;
+	uint16_t port;
+};
+
+struct connector {
+	struct rdmaxfer_agent *cli;
+	uint16_t port;
+	int ret;
+};
+
+static void *connect_thread(void *arg)
+{
+	struct connector *c = arg;
+	struct rdmaxfer_peer *p = NULL;
+
+	c->ret = rdmaxfer_connect(c->cli, addr, c->port, 3000, &p);
+	if (!c->ret)
+		rdmaxfer_peer_destroy(p);
+	return NULL;
+}
+
+/* Accept every request with a plain welcome, a QP of its own behind it;
+ * count what the connecting side does next. */
+static void rogue_event(struct rogue *r, struct rdma_cm_event *ev)
+{
+	struct rdma_conn_param cp = { 0 };
+	struct ibv_qp_init_attr qa = { 0 };
+	uint8_t w[16];
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+		r->requests++;
+		if (r->nconns == 8 || (!r->cq && !(r->cq = ibv_create_cq(
+				ev->id->verbs, 16, NULL, NULL, 0)))) {
+			rdma_reject(ev->id, NULL, 0);
+			break;
+		}
+		r->conns[r->nconns++] = ev->id;
+		welcome(w, HELLO_MAGIC, 1, 0, 0xbad);
+		qa.send_cq = r->cq;
+		qa.recv_cq = r->cq;
+		qa.qp_type = IBV_QPT_RC;
+		qa.cap.max_send_wr = 1;
+		qa.cap.max_recv_wr = 1;
+		qa.cap.max_send_sge = 1;
+		qa.cap.max_recv_sge = 1;
+		cp.private_data = w;
+		cp.private_data_len = sizeof(w);
+		cp.responder_resources = 1;
+		cp.initiator_depth = 1;
+		if (rdma_create_qp(ev->id, NULL, &qa) || rdma_accept(ev->id, &cp))
+			rdma_reject(ev->id, NULL, 0);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		r->established++;
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_DISCONNECTED:
+		r->refused++;
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * An agent with a key connecting to a listener that accepts anything
+ * (no agent of ours): the connect fails, and the challenge request's
+ * REP never makes a QP of the connecting side reach RTS, which the
+ * listener sees as no RTU (no ESTABLISHED) but a REJ.  With a QP behind
+ * that request librdmacm would have moved it to RTS and sent the RTU.
+ */
+static void test_rogue_listener(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct pollfd pfd;
+	struct connector c = { 0 };
+	struct rogue r = { 0 };
+	struct rdma_cm_event *ev;
+	pthread_t t;
+	double end;
+	unsigned int i;
+
+	inet_pton(AF_INET, addr, &sin.sin_addr);
+	r.ch = rdma_create_event_channel();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r.ch);
+	CU_ASSERT_FATAL(!rdma_create_id(r.ch, &r.id, NULL, RDMA_PS_TCP));
+	CU_ASSERT_FATAL(!rdma_bind_addr(r.id, (struct sockaddr *)&sin));
+	CU_ASSERT_FATAL(!rdma_listen(r.id, 8));
+	c.port = ntohs(rdma_get_src_port(r.id));
+	CU_ASSERT_EQUAL_FATAL(agent(key_a, RDMAXFER_PROGRESS_CALLER, 1,
+				    &c.cli), 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, connect_thread, &c), 0);
+	pfd.fd = r.ch->fd;
+	pfd.events = POLLIN;
+	/* the connect is over within its 3 s; then 1 s for late events */
+	end = now_s() + 5;
+	while (now_s() < end) {
+		if (poll(&pfd, 1, 100) != 1 || rdma_get_cm_event(r.ch, &ev))
+			continue;
+		rogue_event(&r, ev);
+		rdma_ack_cm_event(ev);
+		if (r.requests && r.refused >= r.requests)
+			break;
+	}
+	pthread_join(t, NULL);
+	rc_diag("listener accepting all: connect %s; %u requests, %u RTUs, %u refused",
+		rdmaxfer_strerror(c.ret), r.requests, r.established,
+		r.refused);
+	CU_ASSERT_NOT_EQUAL(c.ret, 0);
+	CU_ASSERT_EQUAL(r.requests, 1);
+	CU_ASSERT_EQUAL(r.established, 0);
+	for (i = 0; i < r.nconns; i++) {
+		if (r.conns[i]->qp)
+			rdma_destroy_qp(r.conns[i]);
+		rdma_destroy_id(r.conns[i]);
+	}
+	if (r.cq)
+		ibv_destroy_cq(r.cq);
+	rdma_destroy_id(r.id);
+	rdma_destroy_event_channel(r.ch);
+	rdmaxfer_agent_destroy(c.cli);
+}
+
 static int suite_init(void)
 {
 	if (!mkdtemp(dir) || write_key(key_a, "a", 1, 0600) ||
@@ -441,6 +578,7 @@ static const struct rc_test_case cases[] = {
 	{ "refused", test_refused },
 	{ "raw_without_key", test_raw_without_key },
 	{ "raw_replay", test_raw_replay },
+	{ "rogue_listener", test_rogue_listener },
 	{ NULL, NULL },
 };
 

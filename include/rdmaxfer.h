@@ -130,7 +130,18 @@ struct rdmaxfer_agent_attr {
 	 * eight-byte alignment keeps it where it was) */
 	uint32_t rkey_mode __attribute__((aligned(8)));
 	uint32_t reserved32;		/* must be zero */
-	uint64_t reserved[1];		/* must be zero */
+	/*
+	 * Connection authentication: a file holding the key this agent
+	 * shares with its peers (16 to 1024 bytes, read once at creation;
+	 * refused with -EACCES when group or others may access it).  Every
+	 * connection, both ways, then proves the key with HMAC-SHA256
+	 * challenges before any QP is set up, and a peer without it is
+	 * refused with -EKEYREJECTED.  NULL: $RDMAXFER_AUTH_KEY_FILE, else
+	 * none.  See rdmaxfer(7), Security.  It was reserved[1] (eight-byte
+	 * aligned to keep the layout): a library before it refuses a key
+	 * with -EINVAL, never connects without one.
+	 */
+	const char *auth_key_file __attribute__((aligned(8)));
 };
 
 /*
@@ -265,6 +276,11 @@ struct rdmaxfer_agent_stats {
 	uint64_t windows_unbound;
 	uint64_t windows_revoked;
 	uint64_t window_fallbacks;
+	uint64_t peers_auth_refused;	/* connections refused by
+					 * authentication, either side: no
+					 * key against a key, a wrong or
+					 * replayed proof; zero from a
+					 * library before it (size) */
 };
 int rdmaxfer_agent_stats(struct rdmaxfer_agent *agent,
 			 struct rdmaxfer_agent_stats *stats, size_t size);

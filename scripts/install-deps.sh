@@ -9,7 +9,7 @@ set -eu
 
 packages="
 autoconf automake libtool pkg-config make gcc g++
-libibverbs-dev librdmacm-dev liburing-dev libcunit1-dev
+libibverbs-dev librdmacm-dev liburing-dev libcunit1-dev libssl-dev
 linux-headers-amd64 mandoc shellcheck
 qemu-system-x86 busybox-static cpio kmod xz-utils zstd
 rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
@@ -21,7 +21,9 @@ libcurl4-openssl-dev libjson-c-dev etcd-server etcd-client openssl
 # build: autotools, gcc, rdma-core/liburing/CUnit headers, the 6.1 kernel
 #   headers for regcache.ko, mandoc for the man page lint, shellcheck for
 #   that of the shell scripts (tests/check-scripts.sh); g++ only for
-#   the test that the uapi header compiles as C++ (tests/test_kmod_uapi.sh).
+#   the test that the uapi header compiles as C++ (tests/test_kmod_uapi.sh);
+#   libssl-dev for libcrypto, the HMAC of librdmaxfer's connection
+#   authentication (rdmaxfer(7) SECURITY).
 # VM harness: QEMU, static busybox + cpio + kmod + xz/zstd for the guest's
 #   initramfs, the rdma-core tools and perftest the guest runs from the host
 #   root, iproute2 (ip, rdma), debootstrap for the Debian 13 build root of

@@ -6,7 +6,9 @@
  * checks.
  *
  * hello corpus: one file is the rdma_cm private data of a CM message, fed
- * to both rx_hello_decode() and rx_welcome_decode().
+ * to both rx_hello_decode() and rx_welcome_decode(), and to their
+ * authenticated forms (auth.h), which must agree with them on a message
+ * without flags and encode what they accept to the same bytes.
  *
  * notif corpus: one file is a receive completion and its buffer:
  *   byte 0      opcode: 0 IBV_WC_RECV, 1 IBV_WC_RECV_RDMA_WITH_IMM, else
@@ -28,9 +30,55 @@
 #include <string.h>
 #include <arpa/inet.h>
 
+#include "auth.h"
 #include "internal.h"
 
 #define FW_NOTIF_HDR	10
+
+/* The authenticated decoders against the plain ones' results. */
+static inline int fw_check_auth(const uint8_t *data, size_t size,
+				int hello_ret, int welcome_ret)
+{
+	uint8_t again[RX_WELCOME_AUTH_LEN];
+	struct rx_hello_auth ha;
+	struct rx_welcome_auth wa;
+	struct rx_hello h, hp;
+	struct rx_welcome w, wp;
+	int ret, len;
+
+	ret = rx_hello_decode_auth(data, size, &h, &ha);
+	/* the same verdict where the plain decoder accepts or says
+	 * -EPROTO; a flag is the one thing only this one takes */
+	if ((hello_ret != -EBADMSG && ret != hello_ret) ||
+	    (ret == 0 && !ha.flags && hello_ret != 0))
+		return -1;
+	if (ret == 0) {
+		if (!ha.flags && (rx_hello_decode(data, size, &hp) ||
+				  memcmp(&hp, &h, sizeof(h))))
+			return -1;
+		len = rx_hello_encode_auth(&h, &ha, again, sizeof(again));
+		if (len < 0 || (size_t)len > size || memcmp(again, data, len))
+			return -1;
+	} else if (ret != -EBADMSG && ret != -EPROTO) {
+		return -1;
+	}
+	ret = rx_welcome_decode_auth(data, size, &w, &wa);
+	if ((welcome_ret != -EBADMSG && ret != welcome_ret) ||
+	    (ret == 0 && !wa.flags && welcome_ret != 0))
+		return -1;
+	if (ret == 0) {
+		if (!wa.flags && (rx_welcome_decode(data, size, &wp) ||
+				  wp.agent_id != w.agent_id))
+			return -1;
+		len = rx_welcome_encode_auth(w.agent_id, &wa, again,
+					     sizeof(again));
+		if (len < 0 || (size_t)len > size || memcmp(again, data, len))
+			return -1;
+	} else if (ret != -EBADMSG && ret != -EPROTO) {
+		return -1;
+	}
+	return 0;
+}
 
 static inline int fw_check_hello(const uint8_t *data, size_t size,
 				 int *hello_ret, int *welcome_ret)
@@ -73,7 +121,7 @@ static inline int fw_check_hello(const uint8_t *data, size_t size,
 	} else if (ret != -EBADMSG) {
 		return -1;
 	}
-	return 0;
+	return fw_check_auth(data, size, *hello_ret, *welcome_ret);
 }
 
 /* *notif_ret is -ENODATA for an input shorter than the frame header. */

@@ -73,8 +73,8 @@ static inline void put64(uint8_t *p, uint64_t v)
 }
 
 /* The connect hello (rdma_cm private data of a REQ), 32 bytes:
- * magic, version, QP index, QP count, reserved u16, agent id, token,
- * reserved u32. */
+ * magic, version, QP index, QP count, flags u16 (0: no authentication;
+ * test_rdmaxfer_auth writes the others), agent id, token, reserved u32. */
 static inline void hello(uint8_t *h, uint16_t version, uint16_t qp_index,
 			 uint16_t nqps, uint64_t token)
 {

@@ -470,7 +470,7 @@ static void test_hellos(void)
 		{ "empty private data", 0, 1 },
 		{ "foreign magic", 32, 1 },
 		{ "another version", 32, 1 },
-		{ "reserved u16 set", 32, 1 },
+		{ "a hello flag no version defines", 32, 1 },
 		{ "reserved u32 set", 32, 1 },
 		{ "no QPs", 32, 1 },
 		{ "17 QPs", 32, 1 },
@@ -496,7 +496,9 @@ static void test_hellos(void)
 			switch (i) {
 			case 1: put32(pd, 0xdeadbeef); break;
 			case 2: put16(pd + 4, 2); break;
-			case 3: put16(pd + 10, 1); break;
+			/* bits 0 and 1 are the authenticated hello's
+			 * (test_rdmaxfer_auth); the rest must be zero */
+			case 3: put16(pd + 10, 0x8000); break;
 			case 4: put32(pd + 28, 1); break;
 			case 5: put16(pd + 8, 0); break;
 			case 6: put16(pd + 8, 17); break;

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 
+#include "auth.h"
 #include "internal.h"
 #include "window.h"
 
@@ -27,15 +28,16 @@
 #define DEF_STRIPE		(64U * 1024)
 #define DEF_CM_TIMEOUT_MS	5000
 /* max_notifs and max_notifs_peer took the eight bytes of reserved[0],
- * rkey_mode and reserved32 the next eight: no other field of the
- * attributes moved, nor their size */
+ * rkey_mode and reserved32 the next eight, auth_key_file the last
+ * eight (reserved[1]): no other field of the attributes moved, nor their
+ * size */
 _Static_assert(offsetof(struct rdmaxfer_agent_attr, max_notifs) % 8 == 0 &&
 	       offsetof(struct rdmaxfer_agent_attr, rkey_mode) ==
 	       offsetof(struct rdmaxfer_agent_attr, max_notifs) + 8 &&
-	       offsetof(struct rdmaxfer_agent_attr, reserved) ==
+	       offsetof(struct rdmaxfer_agent_attr, auth_key_file) ==
 	       offsetof(struct rdmaxfer_agent_attr, rkey_mode) + 8 &&
 	       sizeof(struct rdmaxfer_agent_attr) ==
-	       offsetof(struct rdmaxfer_agent_attr, reserved) + 8,
+	       offsetof(struct rdmaxfer_agent_attr, auth_key_file) + 8,
 	       "rdmaxfer_agent_attr layout");
 
 RX_EXPORT
@@ -104,7 +106,7 @@ static int cache_dereg(void *user, void *handle)
 
 static int check_attr(struct rdmaxfer_agent_attr *a)
 {
-	if (a->reserved32 || a->reserved[0] || a->odp > RDMAXFER_ODP_OFF ||
+	if (a->reserved32 || a->odp > RDMAXFER_ODP_OFF ||
 	    rx_rkey_attr(a))
 		return -EINVAL;
 	/* a flag this library does not know is refused, not dropped: it
@@ -173,6 +175,9 @@ static uint32_t env_attr(struct rdmaxfer_agent_attr *a)
 	s = getenv("RDMAXFER_CACHE_RKEYS");
 	if (s && !strcmp(s, "1"))
 		a->flags |= RDMAXFER_AGENT_CACHE_RKEYS;
+	s = getenv("RDMAXFER_AUTH_KEY_FILE");
+	if (!a->auth_key_file && s && *s)
+		a->auth_key_file = s;
 	return a->flags & ~before;
 }
 
@@ -208,6 +213,8 @@ static int agent_new(const struct rdmaxfer_agent_attr *attr,
 		rdmaxfer_agent_attr_init(&agent->attr);
 	agent->info.env_flags = env_attr(&agent->attr) | rx_rkey_env(agent);
 	ret = check_attr(&agent->attr);
+	if (!ret && agent->attr.auth_key_file)
+		ret = rx_auth_load(agent->attr.auth_key_file, &agent->auth);
 	if (ret) {
 		free(agent);
 		return ret;
@@ -431,6 +438,7 @@ destroy_cache:
 free_queues:
 	agent_queues_free(agent);
 free_agent:
+	rx_auth_free(agent->auth);
 	free(agent);
 	return ret > 0 ? -ret : ret;
 }
@@ -500,6 +508,7 @@ void rdmaxfer_agent_destroy(struct rdmaxfer_agent *agent)
 	free(agent->held);
 	pthread_cond_destroy(&agent->cond);
 	pthread_mutex_destroy(&agent->lock);
+	rx_auth_free(agent->auth);
 	free(agent);
 }
 

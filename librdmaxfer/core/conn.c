@@ -13,6 +13,17 @@
  * engine watches for DISCONNECTED.  A failed peer's connecting side can
  * reconnect.
  *
+ * With a key (auth.c; rdmaxfer(7) Security) each QP takes two connect
+ * requests: the first, from an id without a QP, carries the active
+ * side's nonce and is rejected with the passive side's nonce and proof
+ * (a challenge the passive side keeps, bounded, answered once); the
+ * second carries the active side's proof, and only once it checks out
+ * does the passive side create the QP and accept.  A peer that cannot prove the key so never has a QP on
+ * the passive side, and the active side's QP reaches RTS only on the
+ * REP of a passive side that proved itself.  There is no room for the
+ * active side's proof in one REQ (56 bytes) with a nonce of the passive
+ * side to prove it over, hence the round trip.
+ *
  * Bounds: on the passive side at most max_half_open peers may wait to be
  * handed out by rdmaxfer_accept(), one that is not CONNECTED within
  * cm_timeout_ms of its first connect request is freed, and one that fails
@@ -27,6 +38,7 @@
 #include <arpa/inet.h>
 #include <sys/random.h>
 
+#include "auth.h"
 #include "internal.h"
 
 static struct rdmaxfer_peer *find_accepting(struct rdmaxfer_agent *agent,
@@ -74,24 +86,80 @@ static void forget_if_empty(struct rdmaxfer_peer *peer)
 	rx_peer_free(peer);
 }
 
+/*
+ * Lock held: the authentication step of a connect request (see the top
+ * of this file).  0: go on (both sides without a key, or a proof that
+ * answers our challenge); else the length of the REJ's private data put
+ * in w: our challenge, or a refusal (counted).
+ */
+static int auth_request(struct rdmaxfer_agent *agent, const struct rx_hello *h,
+			const struct rx_hello_auth *ha, uint8_t *w)
+{
+	struct rx_welcome_auth wa = { 0 };
+	struct rx_auth_ctx c = { 0 };
+	int64_t now = rx_now_ns();
+
+	if (!agent->auth && !ha->flags)
+		return 0;
+	if (agent->auth && ha->flags == RX_HELLO_AUTH) {
+		memcpy(c.nonce_a, ha->data, RX_AUTH_NONCE_LEN);
+		c.id_a = h->agent_id;
+		c.id_p = agent->info.agent_id;
+		c.token = h->token;
+		c.qp_index = h->qp_index;
+		c.nqps = h->nqps;
+		if (!rx_auth_nonce(c.nonce_p) &&
+		    !rx_auth_mac(agent->auth, RX_AUTH_PASSIVE, &c, wa.mac)) {
+			rx_auth_put(agent->auth, &c,
+				    rx_deadline(agent->attr.cm_timeout_ms), now);
+			memcpy(wa.nonce, c.nonce_p, RX_AUTH_NONCE_LEN);
+			wa.flags = RX_WELCOME_CHALLENGE;
+			return rx_welcome_encode_auth(agent->info.agent_id,
+						      &wa, w,
+						      RX_WELCOME_AUTH_LEN);
+		}
+	} else if (agent->auth && ha->flags == RX_HELLO_PROOF) {
+		/* once: a replayed proof finds its challenge gone */
+		if (!rx_auth_take(agent->auth, h->agent_id, h->token,
+				  h->qp_index, now, &c) &&
+		    c.nqps == h->nqps &&
+		    !rx_auth_check(agent->auth, RX_AUTH_ACTIVE, &c, ha->data,
+				   RX_AUTH_PROOF_LEN))
+			return 0;
+	}
+	/* no key against a key, a wrong proof, or none to a challenge */
+	agent->stats.peers_auth_refused++;
+	wa.flags = RX_WELCOME_AUTH_REFUSED;
+	return rx_welcome_encode_auth(agent->info.agent_id, &wa, w,
+				      RX_WELCOME_AUTH_LEN);
+}
+
 /* Returns true when the id must be destroyed after the event is acked. */
 static bool on_connect_request(struct rdmaxfer_agent *agent,
 			       struct rdma_cm_event *ev)
 {
 	const struct rdma_conn_param *cp = &ev->param.conn;
 	struct rdma_conn_param ap = { 0 };
-	uint8_t w[RX_WELCOME_LEN];
+	uint8_t w[RX_WELCOME_AUTH_LEN];
 	struct rdmaxfer_peer *peer;
+	struct rx_hello_auth ha;
 	struct rx_hello h;
 	int ret;
 
 	/* every field checked (hello.c): the sender is not known yet */
-	if (rx_hello_decode(cp->private_data, cp->private_data_len, &h)) {
+	if (rx_hello_decode_auth(cp->private_data, cp->private_data_len, &h,
+				 &ha)) {
 		agent->stats.hellos_bad++;
 		goto reject;
 	}
 	if (agent->fatal)
 		goto reject;
+	/* before any peer, QP or half-open slot is spent on it */
+	ret = auth_request(agent, &h, &ha, w);
+	if (ret > 0) {
+		rdma_reject(ev->id, w, (uint8_t)ret);
+		return true;
+	}
 	peer = find_accepting(agent, &h);
 	if (!peer) {
 		/* a token we do not know: a new peer, if there is room */
@@ -117,9 +185,9 @@ static bool on_connect_request(struct rdmaxfer_agent *agent,
 	ret = rx_qp_install(peer, h.qp_index, ev->id);
 	if (ret)
 		goto reject_peer;
-	rx_welcome_encode(agent->info.agent_id, w, sizeof(w));
+	rx_welcome_encode(agent->info.agent_id, w, RX_WELCOME_LEN);
 	ap.private_data = w;
-	ap.private_data_len = sizeof(w);
+	ap.private_data_len = RX_WELCOME_LEN;
 	ap.responder_resources = cp->initiator_depth < agent->rd_atom ?
 				 cp->initiator_depth : agent->rd_atom;
 	ap.initiator_depth = cp->responder_resources < agent->rd_atom ?
@@ -138,8 +206,8 @@ reject_peer:
 reject:
 	/* a version mismatch is refused with our own hello so the connecting
 	 * side can tell -EPROTO from -ECONNREFUSED */
-	rx_welcome_encode(agent->info.agent_id, w, sizeof(w));
-	rdma_reject(ev->id, w, sizeof(w));
+	rx_welcome_encode(agent->info.agent_id, w, RX_WELCOME_LEN);
+	rdma_reject(ev->id, w, RX_WELCOME_LEN);
 	return true;
 }
 
@@ -340,10 +408,11 @@ unlock:
 static int wait_event(struct rdmaxfer_agent *agent,
 		      struct rdma_event_channel *ch,
 		      enum rdma_cm_event_type want, int64_t deadline,
-		      struct rx_welcome *w)
+		      struct rx_welcome *w, struct rx_welcome_auth *wa)
 {
 	struct rdma_cm_event *ev;
 	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+	struct rx_welcome_auth rwa;
 	struct rx_welcome rej;
 	int ret;
 
@@ -360,11 +429,15 @@ static int wait_event(struct rdmaxfer_agent *agent,
 	}
 	if (rdma_get_cm_event(ch, &ev))
 		return -errno;
+	if (wa)
+		memset(wa, 0, sizeof(*wa));
 	if (ev->event == want) {
 		ret = 0;
-		/* not a welcome of our version: -EPROTO */
-		if (w && rx_welcome_decode(ev->param.conn.private_data,
-					   ev->param.conn.private_data_len, w))
+		/* not a welcome of our version, or one with flags (they
+		 * belong in a REJ): -EPROTO */
+		if (w && (rx_welcome_decode_auth(ev->param.conn.private_data,
+						 ev->param.conn.private_data_len,
+						 w, &rwa) || rwa.flags))
 			ret = -EPROTO;
 	} else {
 		switch (ev->event) {
@@ -374,11 +447,18 @@ static int wait_event(struct rdmaxfer_agent *agent,
 			ret = -EHOSTUNREACH;
 			break;
 		case RDMA_CM_EVENT_REJECTED:
-			/* refused with a welcome of another version */
-			ret = rx_welcome_decode(ev->param.conn.private_data,
-						ev->param.conn.private_data_len,
-						&rej) == -EPROTO ? -EPROTO :
-							   -ECONNREFUSED;
+			/* refused with a welcome of another version, or by
+			 * authentication; a challenge is the caller's */
+			ret = rx_welcome_decode_auth(ev->param.conn.private_data,
+						     ev->param.conn.private_data_len,
+						     &rej, &rwa);
+			if (ret == -EPROTO)
+				break;
+			ret = -ECONNREFUSED;
+			if (!w || !wa)
+				break;
+			*w = rej;
+			*wa = rwa;
 			break;
 		default:
 			ret = -ECONNREFUSED;
@@ -407,7 +487,7 @@ static int connect_route(struct rdmaxfer_agent *agent,
 		goto destroy_id;
 	}
 	ret = wait_event(agent, ch, RDMA_CM_EVENT_ADDR_RESOLVED,
-			 deadline, NULL);
+			 deadline, NULL, NULL);
 	if (ret)
 		goto destroy_id;
 	if (id->verbs != agent->ctx) {
@@ -419,7 +499,7 @@ static int connect_route(struct rdmaxfer_agent *agent,
 		goto destroy_id;
 	}
 	ret = wait_event(agent, ch, RDMA_CM_EVENT_ROUTE_RESOLVED,
-			 deadline, NULL);
+			 deadline, NULL, NULL);
 	if (ret)
 		goto destroy_id;
 	*idp = id;
@@ -430,41 +510,37 @@ destroy_id:
 	return ret;
 }
 
-/*
- * QP i of the peer on the resolved id: its hello, the connect, the
- * welcome of the agent every QP must reach (*id_seen; see connect_qps()),
- * and the id moved to the agent's channel.  0, or -errno with the QP and
- * the id gone.
- */
-static int connect_one(struct rdmaxfer_peer *peer, unsigned int i,
-		       struct rdma_cm_id *id, struct rdma_event_channel *ch,
-		       int64_t deadline, uint64_t expect_id,
-		       uint64_t *id_seen)
+/* The QP of slot i gone, its id left to the caller (lock not held). */
+static void qp_drop(struct rdmaxfer_peer *peer, unsigned int i)
+{
+	pthread_mutex_lock(&peer->agent->lock);
+	rx_qp_uninstall(&peer->qps[i]);
+	peer->qps[i].id = NULL;
+	pthread_mutex_unlock(&peer->agent->lock);
+}
+
+/* The connect parameters of QP i, its hello (with ha) in hb: 0 or
+ * -EINVAL. */
+static int hello_param(struct rdmaxfer_peer *peer, unsigned int i,
+		       const struct rx_hello_auth *ha, uint8_t *hb,
+		       struct rdma_conn_param *cp)
 {
 	struct rdmaxfer_agent *agent = peer->agent;
-	struct rdma_conn_param cp = { 0 };
 	struct rx_hello h = { 0 };
-	uint8_t hb[RX_HELLO_LEN];
-	struct rx_welcome w;
 	int ret;
-
-	pthread_mutex_lock(&agent->lock);
-	ret = rx_qp_install(peer, i, id);
-	pthread_mutex_unlock(&agent->lock);
-	if (ret)
-		goto destroy_id;
 
 	h.qp_index = (uint16_t)i;
 	h.nqps = (uint16_t)peer->nqps;
 	h.agent_id = agent->info.agent_id;
 	h.token = peer->token;
-	ret = rx_hello_encode(&h, hb, sizeof(hb));
-	if (ret)
-		goto destroy_qp;
-	cp.private_data = hb;
-	cp.private_data_len = sizeof(hb);
-	cp.responder_resources = agent->rd_atom;
-	cp.initiator_depth = agent->rd_atom;
+	ret = rx_hello_encode_auth(&h, ha, hb, RX_HELLO_AUTH_LEN);
+	if (ret < 0)
+		return ret;
+	memset(cp, 0, sizeof(*cp));
+	cp->private_data = hb;
+	cp->private_data_len = (uint8_t)ret;
+	cp->responder_resources = agent->rd_atom;
+	cp->initiator_depth = agent->rd_atom;
 	/* the REQ's retry count is both sides' (IB CM): 6, not 7,
 	 * which rxe takes as "retry forever" (rxe_comp.c), so a
 	 * request to a responder that went silent, a peer that
@@ -473,16 +549,163 @@ static int connect_one(struct rdmaxfer_peer *peer, unsigned int i,
 	 * (-ETIMEDOUT) after 7 local ACK timeouts, on every device.
 	 * RNR retries stay infinite: a receiver that is alive but
 	 * slow is waited for (rdmaxfer_notif(3)). */
-	cp.retry_count = RX_RETRY_COUNT;
-	cp.rnr_retry_count = 7;
+	cp->retry_count = RX_RETRY_COUNT;
+	cp->rnr_retry_count = 7;
+	return 0;
+}
+
+/*
+ * One connect of QP i on the resolved id with the hello's authentication
+ * part ha: 0 when ESTABLISHED (the QP installed, its welcome in *w), or
+ * -errno with the QP gone (the id is the caller's); a REJ's welcome is
+ * in *w and *wa.  Without with_qp it connects an id that has no QP, for
+ * a request that is meant to be rejected (the challenge round, a proof
+ * we know is refused): whatever the answer, no QP of ours reaches RTS,
+ * since librdmacm reports the REP of a QP-less id as CONNECT_RESPONSE
+ * (-ECONNREFUSED here) and moves no QP, and never returns 0.
+ */
+static int hello_round(struct rdmaxfer_peer *peer, unsigned int i,
+		       struct rdma_cm_id *id, struct rdma_event_channel *ch,
+		       int64_t deadline, const struct rx_hello_auth *ha,
+		       bool with_qp, struct rx_welcome *w,
+		       struct rx_welcome_auth *wa)
+{
+	struct rdmaxfer_agent *agent = peer->agent;
+	struct rdma_conn_param cp = { 0 };
+	uint8_t hb[RX_HELLO_AUTH_LEN];
+	int ret;
+
+	memset(w, 0, sizeof(*w));
+	memset(wa, 0, sizeof(*wa));
+	if (with_qp) {
+		pthread_mutex_lock(&agent->lock);
+		ret = rx_qp_install(peer, i, id);
+		pthread_mutex_unlock(&agent->lock);
+		if (ret)
+			return ret;
+	}
+	ret = hello_param(peer, i, ha, hb, &cp);
+	if (ret)
+		goto destroy_qp;
+	/* a QP number that is no QP of ours */
+	if (!with_qp)
+		cp.qp_num = 0xffffff;
 	if (rdma_connect(id, &cp)) {
 		ret = -errno;
 		goto destroy_qp;
 	}
 	ret = wait_event(agent, ch, RDMA_CM_EVENT_ESTABLISHED,
-			 deadline, &w);
+			 deadline, w, wa);
+	if (!ret && with_qp)
+		return 0;
+	if (!ret)
+		ret = -ECONNREFUSED;
+
+destroy_qp:
+	if (with_qp)
+		qp_drop(peer, i);
+	return ret;
+}
+
+/*
+ * The first round of an authenticated connect (see the top of this
+ * file): our nonce out, the accepting side's challenge back in a REJ.
+ * 0 with the proof to send in *ha and whether the accepting side's own
+ * proof failed in *bad (ours is sent all the same, so that side counts
+ * the refusal too), or -errno with the id gone.
+ */
+static int auth_round(struct rdmaxfer_peer *peer, unsigned int i,
+		      struct rdma_cm_id *id, struct rdma_event_channel *ch,
+		      int64_t deadline, struct rx_auth_ctx *c,
+		      struct rx_hello_auth *ha, bool *bad)
+{
+	struct rdmaxfer_agent *agent = peer->agent;
+	uint8_t mac[RX_AUTH_MAC_LEN];
+	struct rx_welcome_auth wa;
+	struct rx_welcome w;
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	ha->flags = RX_HELLO_AUTH;
+	ret = rx_auth_nonce(ha->data);
+	if (!ret)
+		ret = hello_round(peer, i, id, ch, deadline, ha, false, &w,
+				  &wa);
+	if (ret == -ECONNREFUSED && (wa.flags & RX_WELCOME_CHALLENGE)) {
+		ret = 0;
+	} else if (ret == -ECONNREFUSED &&
+		   (wa.flags & RX_WELCOME_AUTH_REFUSED)) {
+		ret = -EKEYREJECTED;
+	}
+	rdma_destroy_id(id);
 	if (ret)
+		return ret;
+	memcpy(c->nonce_a, ha->data, RX_AUTH_NONCE_LEN);
+	memcpy(c->nonce_p, wa.nonce, RX_AUTH_NONCE_LEN);
+	c->id_a = agent->info.agent_id;
+	c->id_p = w.agent_id;
+	c->token = peer->token;
+	c->qp_index = (uint16_t)i;
+	c->nqps = (uint16_t)peer->nqps;
+	*bad = rx_auth_check(agent->auth, RX_AUTH_PASSIVE, c, wa.mac,
+			     RX_AUTH_MAC_LEN) != 0;
+	ret = rx_auth_mac(agent->auth, RX_AUTH_ACTIVE, c, mac);
+	if (ret)
+		return ret;
+	ha->flags = RX_HELLO_PROOF;
+	memcpy(ha->data, mac, RX_AUTH_PROOF_LEN);
+	return 0;
+}
+
+/*
+ * QP i of the peer to dst: its hello (after the challenge round where
+ * the agent has a key), the connect, the welcome of the agent every QP
+ * must reach (*id_seen; see connect_qps()), and the id moved to the
+ * agent's channel.  0, or -errno with the QP and the id gone.
+ */
+static int connect_one(struct rdmaxfer_peer *peer, unsigned int i,
+		       struct rdma_event_channel *ch,
+		       struct sockaddr_storage *dst, int timeout_ms,
+		       int64_t deadline, uint64_t expect_id,
+		       uint64_t *id_seen)
+{
+	struct rdmaxfer_agent *agent = peer->agent;
+	struct rx_hello_auth ha = { 0 };
+	struct rx_welcome_auth wa;
+	struct rx_auth_ctx c = { 0 };
+	struct rdma_cm_id *id;
+	struct rx_welcome w;
+	bool bad = false;
+	int ret;
+
+	ret = connect_route(agent, ch, dst, timeout_ms, deadline, &id);
+	if (ret)
+		return ret;
+	if (agent->auth) {
+		ret = auth_round(peer, i, id, ch, deadline, &c, &ha, &bad);
+		if (!ret)
+			ret = connect_route(agent, ch, dst, timeout_ms,
+					    deadline, &id);
+		/* sent all the same, so that side counts the refusal too */
+		if (!ret && bad) {
+			(void)hello_round(peer, i, id, ch, deadline, &ha, false,
+					  &w, &wa);
+			rdma_destroy_id(id);
+			ret = -EKEYREJECTED;
+		}
+		if (ret)
+			goto refused;
+	}
+	ret = hello_round(peer, i, id, ch, deadline, &ha, true, &w, &wa);
+	if (ret == -ECONNREFUSED && (wa.flags & RX_WELCOME_AUTH_REFUSED))
+		ret = -EKEYREJECTED;
+	/* the answer must come from the agent that proved itself */
+	if (!ret && agent->auth && w.agent_id != c.id_p) {
+		ret = -EKEYREJECTED;
 		goto destroy_qp;
+	}
+	if (ret)
+		goto destroy_id;
 	/* someone else listens there now (a restarted target): the
 	 * old rkeys must not be fired at it */
 	if ((expect_id || i) && w.agent_id != *id_seen) {
@@ -502,12 +725,15 @@ static int connect_one(struct rdmaxfer_peer *peer, unsigned int i,
 	return 0;
 
 destroy_qp:
-	pthread_mutex_lock(&agent->lock);
-	rx_qp_uninstall(&peer->qps[i]);
-	peer->qps[i].id = NULL;
-	pthread_mutex_unlock(&agent->lock);
+	qp_drop(peer, i);
 destroy_id:
 	rdma_destroy_id(id);
+refused:
+	if (ret == -EKEYREJECTED) {
+		pthread_mutex_lock(&agent->lock);
+		agent->stats.peers_auth_refused++;
+		pthread_mutex_unlock(&agent->lock);
+	}
 	return ret;
 }
 
@@ -525,7 +751,6 @@ static int connect_qps(struct rdmaxfer_peer *peer, int timeout_ms,
 	struct rdma_event_channel *ch;
 	struct sockaddr_storage dst;
 	uint64_t id_seen = expect_id;
-	struct rdma_cm_id *id = NULL;
 	unsigned int i;
 	int ret;
 
@@ -540,10 +765,8 @@ static int connect_qps(struct rdmaxfer_peer *peer, int timeout_ms,
 		return -errno;
 
 	for (i = 0; i < peer->nqps; i++) {
-		ret = connect_route(agent, ch, &dst, timeout_ms, deadline, &id);
-		if (!ret)
-			ret = connect_one(peer, i, id, ch, deadline, expect_id,
-					  &id_seen);
+		ret = connect_one(peer, i, ch, &dst, timeout_ms, deadline,
+				  expect_id, &id_seen);
 		if (ret)
 			goto fail;
 	}

@@ -29,6 +29,7 @@
 
 struct rx_ext;
 struct rx_win;
+struct rx_auth;
 
 #define RX_EXT_MAX	8	/* extensions a build may register */
 
@@ -378,6 +379,7 @@ struct rdmaxfer_agent {
 	uint32_t held_head, nheld;
 	/* hostile-input counters (rdmaxfer_agent_stats()), lock held */
 	struct rdmaxfer_agent_stats stats;
+	struct rx_auth *auth;		/* the shared key; NULL: none (auth.c) */
 	/* extensions' objects with a callback of their own (rings): written
 	 * under the lock, read without it as a hint, like notif_fn
 	 * (rx_has_callbacks()) */

@@ -8,7 +8,9 @@
 # target's RSS bounded, a good peer's traffic completing throughout, and
 # a clean exit (no leak under ASan).  test_rdmaxfer_trust: a transfer too
 # large to prepare, two rings and the application's callback on one
-# agent, a reconnect reaching another agent.  rc.hostile=CASE on the
+# agent, a reconnect reaching another agent.  test_rdmaxfer_auth:
+# connection authentication (same key, wrong key, key against none, a raw
+# peer without the key, a replayed proof).  rc.hostile=CASE on the
 # kernel command line (VM_APPEND) runs one case of the first
 # ("hostile/storms").
 . "$RC_SRCDIR/tests/vm/guest-lib.sh"
@@ -21,3 +23,6 @@ rc_run "rdmaxfer hostile" timeout 400 env REGCACHE_MONITOR=uffd \
 [ -n "$cases" ] ||
 	rc_run "rdmaxfer trust" timeout 200 env REGCACHE_MONITOR=uffd \
 		"$RC_BUILDDIR/tests/test_rdmaxfer_trust"
+[ -n "$cases" ] ||
+	rc_run "rdmaxfer auth" timeout 120 env REGCACHE_MONITOR=uffd \
+		"$RC_BUILDDIR/tests/test_rdmaxfer_auth"

@@ -459,6 +459,7 @@ struct rdmaxfer_agent {
 	pthread_t armer;		/* the thread that armed last */
 	bool app_hot;			/* app_fd written since last read */
 	bool poller;			/* a caller sleeps in ep_inner */
+	bool poller_kicked;		/* and wake_fd was written for it */
 	uint64_t app_gen;
 	uint64_t app_seen;
 	/* requests whose completion callback is due (xfer.c), and their

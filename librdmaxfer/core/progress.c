@@ -172,11 +172,13 @@ int rx_block(struct rdmaxfer_agent *agent, int64_t deadline_ns)
 	if (left_ms > INT32_MAX)
 		left_ms = INT32_MAX;
 	agent->poller = true;
+	agent->poller_kicked = false;
 	seen = rx_wait_inner(agent, (int)left_ms, true);
 	agent->poller = false;
 	/* a wake (a file request's io_uring, another agent's async event
-	 * for this one) is work for an armed application too */
-	if (seen & (1U << RX_EV_WAKE))
+	 * for this one) is work for an armed application too, unless it
+	 * was another thread's kick for this sleep */
+	if ((seen & (1U << RX_EV_WAKE)) && !agent->poller_kicked)
 		rx_work_locked(agent);
 	agent->progress_gen++;
 	pthread_cond_broadcast(&agent->cond);

@@ -151,6 +151,15 @@ void rx_work_locked(struct rdmaxfer_agent *agent)
 {
 	uint64_t one = 1;
 
+	/* a caller asleep in rx_block() may wait for what was just done
+	 * (another thread's test, or an arm, read its events): kick it,
+	 * once per sleep, so that it looks again */
+	if (agent->poller && !agent->poller_kicked) {
+		agent->poller_kicked = true;
+		if (write(agent->wake_fd, &one, sizeof(one)) < 0) {
+			/* saturated: readable anyway */
+		}
+	}
 	if (pthread_equal(agent->armer, pthread_self())) {
 		agent->armed = false;
 		return;

@@ -182,6 +182,14 @@ int rx_block(struct rdmaxfer_agent *agent, int64_t deadline_ns)
 		rx_work_locked(agent);
 	agent->progress_gen++;
 	pthread_cond_broadcast(&agent->cond);
+	if (seen & (1U << RX_EV_CACHE)) {
+		/* invalidations pending: applied now (without the lock, as
+		 * the caches' dereg callbacks need), or the cache's fd
+		 * would stay readable and the next sleep return at once */
+		pthread_mutex_unlock(&agent->lock);
+		rx_mem_sweep(agent, true);
+		pthread_mutex_lock(&agent->lock);
+	}
 	return 0;
 }
 

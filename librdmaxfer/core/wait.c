@@ -32,7 +32,10 @@ static int ep_add(int ep, int fd, uint32_t tag)
 	memset(&ev, 0, sizeof(ev));
 	ev.events = EPOLLIN;
 	ev.data.u32 = tag;
-	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+	/* EEXIST: two caches of one monitor that share its fd */
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) && errno != EEXIST)
+		return -errno;
+	return 0;
 }
 
 /*

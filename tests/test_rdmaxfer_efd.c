@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 
 #define WAIT_MS		20000
@@ -520,6 +521,58 @@ static void test_idle(void)
 	rdmaxfer_agent_destroy(a);
 }
 
+/*
+ * An invalidation while a caller is blocked: memory the cache holds
+ * (a transfer's) is unmapped by another thread during a 2 s wait.  The
+ * cache's fd wakes the sleeper, which must apply it and sleep on, not
+ * find the fd readable again and spin: a handful of switches, not
+ * thousands.
+ */
+static void *unmap_later(void *arg)
+{
+	usleep(300000);
+	munmap(arg, 65536);
+	return NULL;
+}
+
+static void test_invalidate_while_blocked(void)
+{
+	struct rdmaxfer_agent *a;
+	struct rdmaxfer_peer *p, *sp;
+	struct rdmaxfer_req *req;
+	struct rdmaxfer_notif n;
+	struct regcache_stats st;
+	uint8_t *mem;
+	pthread_t t;
+	long before;
+	double t0;
+
+	CU_ASSERT_EQUAL_FATAL(client(&a, &p, &sp), 0);
+	mem = mmap(NULL, 65536, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CU_ASSERT_FATAL(mem != MAP_FAILED);
+	req = prep(p, RDMAXFER_OP_READ, mem, 65536, 0);
+	CU_ASSERT_FATAL(req != NULL);
+	CU_ASSERT_EQUAL(rdmaxfer_req_post(req), 0);
+	CU_ASSERT_EQUAL(rdmaxfer_req_wait(req, WAIT_MS), 0);
+	/* the request holds its entry until freed: now only the cache */
+	CU_ASSERT_EQUAL(rdmaxfer_req_free(req), 0);
+	usleep(100000);
+	CU_ASSERT_EQUAL(pthread_create(&t, NULL, unmap_later, mem), 0);
+	before = ctx_switches();
+	t0 = now_s();
+	CU_ASSERT_EQUAL(rdmaxfer_wait_notifs(a, &n, 1, IDLE_MS), -ETIMEDOUT);
+	pthread_join(t, NULL);
+	idle_check("caller mode, wait_notifs, one munmap", before, t0);
+	CU_ASSERT_EQUAL(rdmaxfer_agent_cache_stats(a, &st), 0);
+	printf("# cache: %llu invalidations\n",
+	       (unsigned long long)st.invalidations);
+	/* the munmap was seen: the wake above was for it */
+	CU_ASSERT(st.invalidations >= 1);
+	rdmaxfer_peer_destroy(sp);
+	rdmaxfer_agent_destroy(a);
+}
+
 /* ----------------------------------------------- the thread-mode fd */
 
 /*
@@ -830,6 +883,7 @@ static void test_atomics(void)
 
 static const struct rc_test_case cases[] = {
 	{ "idle_wakeups", test_idle },
+	{ "invalidate_while_blocked", test_invalidate_while_blocked },
 	{ "epoll_loop", test_epoll_loop },
 	{ "post_while_sleeping", test_post_while_sleeping },
 	{ "thread_mode_fd", test_thread_fd },

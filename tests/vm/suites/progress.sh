@@ -14,7 +14,7 @@ export RXE_ADDR RXE_GID_INDEX
 # arm/sleep cycles: 10^5, or as many as fit in the time bound (the
 # program prints how many; at least 1000 must); CI keeps to its budget
 cycles=100000 bound=90
-[ "${RC_CI:-0}" = 1 ] && cycles=20000 bound=15
+[ "${RC_CI:-0}" = 1 ] && cycles=20000 bound=10
 rc_run "rdmaxfer event fd and completions" timeout 240 \
 	env REGCACHE_MONITOR=uffd RDMAXFER_TEST_CYCLES=$cycles \
 	RDMAXFER_TEST_CYCLES_S=$bound \

@@ -126,7 +126,7 @@ struct rdmaxfer_agent_attr {
 	uint32_t max_notifs __attribute__((aligned(8)));
 	uint32_t max_notifs_peer;
 	/* enum rdmaxfer_rkey_mode: how remote keys are made (0: auto, or
-	 * $RDMAXFER_RKEY_MODE; LIBRDMAXFER_1.15, was reserved[0], whose
+	 * $RDMAXFER_RKEY_MODE; LIBRDMAXFER_1.14, was reserved[0], whose
 	 * eight-byte alignment keeps it where it was) */
 	uint32_t rkey_mode __attribute__((aligned(8)));
 	uint32_t reserved32;		/* must be zero */
@@ -222,7 +222,7 @@ struct rdmaxfer_agent_info {
 	 * Was reserved32, always 0, so an older library reports 0.
 	 */
 	uint32_t env_flags;
-	/* enum rdmaxfer_rkey_mode in effect (never AUTO; LIBRDMAXFER_1.15,
+	/* enum rdmaxfer_rkey_mode in effect (never AUTO; LIBRDMAXFER_1.14,
 	 * was reserved[0]: an older library reports 0) */
 	uint32_t rkey_mode __attribute__((aligned(8)));
 	uint32_t rkey_flags;		/* RDMAXFER_RKEY_F_* */
@@ -268,7 +268,7 @@ struct rdmaxfer_agent_stats {
 	uint64_t ring_proto_errors;	/* refused by a ring: out of order, a
 					 * jump, more than its slots, an
 					 * attach naming no ring */
-	/* RDMAXFER_RKEY_WINDOW (LIBRDMAXFER_1.15): windows bound, unbound
+	/* RDMAXFER_RKEY_WINDOW (LIBRDMAXFER_1.14): windows bound, unbound
 	 * at a deregister, unbound because their memory went, and unbinds
 	 * that failed (the bind QP in error) and were done by freeing the
 	 * window instead */
@@ -292,6 +292,27 @@ int rdmaxfer_agent_stats(struct rdmaxfer_agent *agent,
  * a passive side that only accepts peers and receives notifications).
  */
 int rdmaxfer_progress(struct rdmaxfer_agent *agent);
+
+/*
+ * The agent's event fd, for an application's own epoll/poll loop: it
+ * becomes readable when the agent may have work (a completion, a
+ * notification, a connection or async event, a deadline, a file or ring
+ * request).  Do not read it; call rdmaxfer_agent_arm() before sleeping
+ * and rdmaxfer_progress() (or test/wait) when it says so or the fd woke
+ * you.  Returns the fd (the agent's: never close it), or -EINVAL.
+ * (LIBRDMAXFER_1.14)
+ */
+int rdmaxfer_agent_fd(struct rdmaxfer_agent *agent);
+
+/*
+ * Prepare to sleep on rdmaxfer_agent_fd(): 0 when nothing is pending and
+ * the fd will become readable on the next event; -EAGAIN when work is
+ * already pending (progress, take notifications, test requests, then
+ * arm again), so no wakeup is lost (the contract of UCX's
+ * ucp_worker_arm()).  Other errors: -EINVAL, the agent's fatal error.
+ * (LIBRDMAXFER_1.14)
+ */
+int rdmaxfer_agent_arm(struct rdmaxfer_agent *agent);
 
 /* ---------------------------------------------------------- connections */
 
@@ -527,6 +548,13 @@ enum rdmaxfer_op {
 	RDMAXFER_OP_FADD = 3,		/* atomic fetch-and-add (prepared by
 					 * rdmaxfer_atomic_prepare()) */
 	RDMAXFER_OP_CSWAP = 4,		/* atomic compare-and-swap */
+	/* 64-bit atomics of UCX's set that verbs has no operation for
+	 * (rdmaxfer_atomic_supported(3)): -EOPNOTSUPP where the device
+	 * cannot do them (LIBRDMAXFER_1.14) */
+	RDMAXFER_OP_SWAP = 5,		/* store operand, fetch the old */
+	RDMAXFER_OP_AND = 6,		/* fetch-and-and */
+	RDMAXFER_OP_OR = 7,		/* fetch-and-or */
+	RDMAXFER_OP_XOR = 8,		/* fetch-and-xor */
 };
 
 /*
@@ -578,6 +606,15 @@ int rdmaxfer_atomic_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
 			    const struct rdmaxfer_desc *remote,
 			    uint64_t offset, uint64_t operand, uint64_t swap,
 			    uint64_t *result, struct rdmaxfer_req **reqp);
+
+/*
+ * 0 when the agent's device performs atomic op (RDMAXFER_OP_FADD ..
+ * RDMAXFER_OP_XOR) on 64-bit words, -EOPNOTSUPP when it does not (then
+ * rdmaxfer_atomic_prepare() of op fails with -EOPNOTSUPP too), -EINVAL
+ * for another op or a NULL agent.  (LIBRDMAXFER_1.14)
+ */
+int rdmaxfer_atomic_supported(struct rdmaxfer_agent *agent,
+			      enum rdmaxfer_op op);
 
 /* Change the operands of a prepared atomic before reposting it. */
 int rdmaxfer_atomic_set(struct rdmaxfer_req *req, uint64_t operand,
@@ -637,6 +674,30 @@ int rdmaxfer_req_test(struct rdmaxfer_req *req);
  * would, or -ETIMEDOUT (the request stays in progress).
  */
 int rdmaxfer_req_wait(struct rdmaxfer_req *req, int timeout_ms);
+
+/*
+ * Block until one of reqs[0..n-1] (one agent's transfers or atomics) is
+ * not in progress, or timeout_ms passes (-1: forever).  *index is the
+ * lowest such index; returns what rdmaxfer_req_test() returns for it, or
+ * -ETIMEDOUT (*index untouched).  -EINVAL: reqs or index NULL, n 0,
+ * a NULL request, requests of two agents; -EOPNOTSUPP: a file request.
+ * (LIBRDMAXFER_1.14)
+ */
+int rdmaxfer_req_wait_any(struct rdmaxfer_req *const *reqs, unsigned int n,
+			  int timeout_ms, unsigned int *index);
+
+/*
+ * A completion callback: fn(user, req, status) once per post of req when
+ * it completes (status: what rdmaxfer_req_test() then returns), called
+ * from progress (the agent's thread, or the caller's test, wait or
+ * progress call) without the agent's lock: it may post, test or free
+ * req.  fn NULL: none.  -EBUSY while req is in progress; -EOPNOTSUPP for
+ * a file request; -EINVAL for req NULL.  (LIBRDMAXFER_1.14)
+ */
+typedef void (*rdmaxfer_req_fn)(void *user, struct rdmaxfer_req *req,
+				int status);
+int rdmaxfer_req_set_cb(struct rdmaxfer_req *req, rdmaxfer_req_fn fn,
+			void *user);
 
 /* Free a request that is not in progress (-EBUSY otherwise). */
 int rdmaxfer_req_free(struct rdmaxfer_req *req);

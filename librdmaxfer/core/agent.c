@@ -230,7 +230,10 @@ static int agent_new(const struct rdmaxfer_agent_attr *attr,
 	rx_list_init(&agent->async_node);
 	rx_list_init(&agent->deps);
 	agent->gen_stale_min = UINT64_MAX;
+	rx_list_init(&agent->cb_q);
 	agent->wake_fd = -1;
+	agent->ep_inner = agent->ep_fd = agent->app_fd = -1;
+	agent->timer_fd = -1;
 	*agentp = agent;
 	return 0;
 }
@@ -414,6 +417,9 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 		ret = -errno;
 		goto destroy_cache;
 	}
+	ret = rx_wait_init(agent);
+	if (ret)
+		goto close_wake;
 	ret = rx_async_register(agent);
 	if (ret)
 		goto close_wake;
@@ -431,6 +437,7 @@ int rdmaxfer_agent_create(const struct rdmaxfer_agent_attr *attr,
 unregister:
 	rx_async_unregister(agent);
 close_wake:
+	rx_wait_fini(agent);
 	close(agent->wake_fd);
 destroy_cache:
 	rx_exts_fini(agent);
@@ -492,6 +499,7 @@ void rdmaxfer_agent_destroy(struct rdmaxfer_agent *agent)
 		rx_mem_release(rx_container_of(agent->mems.next,
 					       struct rdmaxfer_mem, node));
 	rx_mem_free_spares(agent);
+	rx_wait_fini(agent);
 	close(agent->wake_fd);
 
 	rx_exts_fini(agent);

@@ -2,11 +2,43 @@
 /*
  * atomic.c - prepared atomics: fetch-and-add and compare-and-swap on one
  * 8-byte word of a peer's memory, posted and completed as any request.
+ *
+ * UCX's other 64-bit atomics (swap, and, or, xor) have no verbs
+ * operation: ibv_wr_opcode has FETCH_AND_ADD and CMP_AND_SWP only, and
+ * neither ibv_query_device_ex() nor mlx5dv_query_device() (rdma-core 44)
+ * reports masked atomics, which mlx5dv.h names only as raw WQE opcodes.
+ * So no device reached through verbs has them: rdmaxfer_atomic_supported()
+ * says -EOPNOTSUPP, and so does their prepare.  They are not emulated
+ * with a compare-and-swap loop: that costs a round trip per retry, so a
+ * prepared request would post several times and complete after an
+ * unbounded number of them under contention.  32-bit atomics: verbs has
+ * none.
  */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "internal.h"
+
+RX_EXPORT
+int rdmaxfer_atomic_supported(struct rdmaxfer_agent *agent,
+			      enum rdmaxfer_op op)
+{
+	if (!agent)
+		return -EINVAL;
+	switch (op) {
+	case RDMAXFER_OP_FADD:
+	case RDMAXFER_OP_CSWAP:
+		return agent->dev_attr.atomic_cap == IBV_ATOMIC_NONE ?
+		       -EOPNOTSUPP : 0;
+	case RDMAXFER_OP_SWAP:
+	case RDMAXFER_OP_AND:
+	case RDMAXFER_OP_OR:
+	case RDMAXFER_OP_XOR:
+		return -EOPNOTSUPP;	/* no verbs operation (above) */
+	default:
+		return -EINVAL;
+	}
+}
 
 RX_EXPORT
 int rdmaxfer_atomic_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
@@ -22,8 +54,9 @@ int rdmaxfer_atomic_prepare(struct rdmaxfer_peer *peer, enum rdmaxfer_op op,
 
 	if (!peer || !remote || !result || !reqp)
 		return -EINVAL;
-	if (op != RDMAXFER_OP_FADD && op != RDMAXFER_OP_CSWAP)
-		return -EINVAL;
+	ret = rdmaxfer_atomic_supported(peer->agent, op);
+	if (ret)
+		return ret;
 	ret = rx_check_remote_desc(remote);
 	if (ret)
 		return ret;

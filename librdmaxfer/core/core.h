@@ -242,6 +242,14 @@ struct rdmaxfer_req {
 	const struct rx_req_ops *ops;
 	void *priv;
 
+	/* the completion callback (rdmaxfer_req_set_cb()), and its place
+	 * on agent->cb_q while it is due */
+	rdmaxfer_req_fn cb;
+	void *cb_user;
+	bool cb_due;
+	int cb_status;			/* rdmaxfer_req_test()'s, then */
+	struct rx_list cb_node;
+
 	/* one per QP the request uses (prepare.c's rx_req_alloc() makes
 	 * room for nparts of them, and its arrays above follow them in the
 	 * same block); none in a file request */
@@ -429,7 +437,39 @@ struct rdmaxfer_agent {
 	bool stop;
 	int wake_fd;			/* eventfd: stop the thread, or an
 					 * async event was queued for us */
-	uint64_t progress_gen;		/* bumped after every thread round */
+	uint64_t progress_gen;		/* bumped after every thread round
+					 * and every wake of a sleeping
+					 * caller (rx_block()) */
+	/*
+	 * The event fd (wait.c, rdmaxfer(7) "PROGRESS AND WAITING").
+	 * ep_inner: an epoll set over what progress reads (the completion
+	 * and CM channels, the async fd, wake_fd, timer_fd, the caches'
+	 * fds), where a blocked caller or the progress thread sleeps.
+	 * ep_fd, rdmaxfer_agent_fd(): ep_inner and app_fd in caller mode,
+	 * app_fd alone with a progress thread (which owns the channels).
+	 * app_fd is written when work was done for the application while
+	 * it was armed (rdmaxfer_agent_arm() returned 0), by anyone but
+	 * the application's own rdmaxfer_progress(); app_gen counts such
+	 * work and app_seen is its value at the last arm or progress.
+	 */
+	int ep_inner;
+	int ep_fd;
+	int app_fd;
+	int timer_fd;			/* next_deadline_ns, CLOCK_MONOTONIC */
+	int64_t timer_ns;		/* what timer_fd is set to, 0: none */
+	bool sweep_period;		/* a cache without an fd: sweep per
+					 * period (rx_progress_thread()) */
+	bool armed;
+	pthread_t armer;		/* the thread that armed last */
+	bool app_hot;			/* app_fd written since last read */
+	bool poller;			/* a caller sleeps in ep_inner */
+	bool poller_kicked;		/* and wake_fd was written for it */
+	uint64_t app_gen;
+	uint64_t app_seen;
+	/* requests whose completion callback is due (xfer.c), and their
+	 * count, read without the lock as a hint (rx_has_callbacks()) */
+	struct rx_list cb_q;
+	uint32_t ncbs;
 	/* the cache's generation at the last rx_mem_sweep() (atomic) */
 	uint64_t sweep_gen;
 	uint32_t cm_tick;		/* progress_data_locked() turns (xfer.c) */

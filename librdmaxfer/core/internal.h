@@ -121,6 +121,33 @@ void rx_set_deadline(struct rdmaxfer_agent *agent, int64_t when);
 /* test() spins: the CQ every call, the CM channel every RX_CM_POLL_EVERY */
 #define RX_CM_POLL_EVERY	64
 void rx_drain_comp_channel(struct rdmaxfer_agent *agent);
+int rx_progress_some_locked(struct rdmaxfer_agent *agent, bool cm,
+			    bool async);
+
+/* wait.c: the event fd; what ep_inner's members are tagged with */
+enum {
+	RX_EV_COMP = 0,
+	RX_EV_CM,
+	RX_EV_ASYNC,
+	RX_EV_WAKE,
+	RX_EV_TIMER,
+	RX_EV_CACHE,
+	RX_EV_APP,		/* ep_fd's own */
+	RX_EV_INNER,
+};
+#define RX_EP_CACHES	4
+int rx_wait_init(struct rdmaxfer_agent *agent);
+void rx_wait_fini(struct rdmaxfer_agent *agent);
+void rx_timer_sync(struct rdmaxfer_agent *agent);
+void rx_work_locked(struct rdmaxfer_agent *agent);
+unsigned int rx_wait_inner(struct rdmaxfer_agent *agent, int timeout_ms,
+			   bool unlock);
+
+/* xfer.c: lock held, req (with a callback) completed: queue its call;
+ * rx_req_cbs_run_locked() makes the calls due, dropping the lock around
+ * each (by rx_deliver_notifs()'s one deliverer) */
+void rx_req_cb_due(struct rdmaxfer_req *req);
+void rx_req_cbs_run_locked(struct rdmaxfer_agent *agent);
 void *rx_progress_thread(void *arg);
 
 /* conn.c */
@@ -217,7 +244,8 @@ static inline bool rx_peer_sendable(const struct rdmaxfer_peer *peer)
 static inline bool rx_has_callbacks(const struct rdmaxfer_agent *agent)
 {
 	return agent->notif_fn ||
-	       __atomic_load_n(&agent->ext_cbs, __ATOMIC_RELAXED);
+	       __atomic_load_n(&agent->ext_cbs, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&agent->ncbs, __ATOMIC_RELAXED);
 }
 
 /* Lock held: ring held doorbells, if any (test, wait and progress). */

@@ -539,7 +539,7 @@ void rx_deliver_notifs(struct rdmaxfer_agent *agent)
 	/* one deliverer at a time keeps the callback order = arrival order */
 	if (agent->delivering ||
 	    ((!agent->notif_fn || !agent->notifs.count) &&
-	     !rx_exts_pending(agent))) {
+	     rx_list_empty(&agent->cb_q) && !rx_exts_pending(agent))) {
 		pthread_mutex_unlock(&agent->lock);
 		return;
 	}
@@ -556,8 +556,9 @@ void rx_deliver_notifs(struct rdmaxfer_agent *agent)
 		fn(user, n);
 		pthread_mutex_lock(&agent->lock);
 	}
-	/* the extensions' callbacks (rings'), with the same one-deliverer
-	 * rule */
+	/* requests' completion callbacks and the extensions' (rings'),
+	 * with the same one-deliverer rule */
+	rx_req_cbs_run_locked(agent);
 	rx_exts_deliver(agent);
 	agent->delivering = false;
 	/* rdmaxfer_set_notif_cb() may wait for this callback to return */

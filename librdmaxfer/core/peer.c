@@ -383,6 +383,8 @@ void rx_peer_abort(struct rdmaxfer_peer *peer, int err)
 		req->unposted = 0;
 		req->state = RX_REQ_FAILED;
 		peer->nreqs_active--;
+		if (req->cb)
+			rx_req_cb_due(req);
 	}
 }
 

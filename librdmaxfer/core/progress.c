@@ -9,16 +9,11 @@
  * rx_check_deadlines()).
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
-
-/* a blocked waiter re-checks at least this often (another thread may have
- * consumed the channel event that concerned it) */
-#define BLOCK_SLICE_MS		20
 
 int64_t rx_now_ns(void)
 {
@@ -38,30 +33,46 @@ int64_t rx_deadline(int timeout_ms)
 /* Lock held: note a peer deadline (see rx_check_deadlines()). */
 void rx_set_deadline(struct rdmaxfer_agent *agent, int64_t when)
 {
-	if (!agent->next_deadline_ns || when < agent->next_deadline_ns)
+	if (!agent->next_deadline_ns || when < agent->next_deadline_ns) {
 		agent->next_deadline_ns = when;
+		/* whoever sleeps (the thread, a caller, the application's
+		 * epoll) wakes for it through timer_fd */
+		rx_timer_sync(agent);
+	}
 }
 
 /*
  * The CQ, then the CM channel if cm and the async events if async (each
  * a system call even when nothing is pending), then the deadlines.  Lock
- * held; returns the work completions handled.
+ * held; returns the work completions and CM events handled (and 1 for
+ * deadlines or async events that came), telling the application of them
+ * (rx_work_locked(), done for the CQ by rx_poll_cq_locked()).
  */
-static int progress_some_locked(struct rdmaxfer_agent *agent, bool cm,
-				bool async)
+int rx_progress_some_locked(struct rdmaxfer_agent *agent, bool cm,
+			    bool async)
 {
 	struct rdma_cm_event *ev;
-	int total = rx_poll_cq_locked(agent);
+	int total = rx_poll_cq_locked(agent), other = 0;
 
 	if (total < 0)
 		return total;
-	while (cm && !rdma_get_cm_event(agent->cm_ch, &ev))
+	while (cm && !rdma_get_cm_event(agent->cm_ch, &ev)) {
 		rx_cm_event_locked(agent, ev);
-	if (async)
+		other++;
+	}
+	if (async) {
 		rx_async_poll_locked(agent);
-	if (agent->next_deadline_ns && rx_now_ns() >= agent->next_deadline_ns)
+		other++;
+	}
+	if (agent->next_deadline_ns && rx_now_ns() >= agent->next_deadline_ns) {
 		rx_check_deadlines(agent);
-	return total;
+		other++;
+	}
+	if (agent->next_deadline_ns != agent->timer_ns)
+		rx_timer_sync(agent);
+	if (other)
+		rx_work_locked(agent);
+	return total + other;
 }
 
 /*
@@ -70,7 +81,7 @@ static int progress_some_locked(struct rdmaxfer_agent *agent, bool cm,
  */
 int rx_progress_locked(struct rdmaxfer_agent *agent)
 {
-	return progress_some_locked(agent, true, true);
+	return rx_progress_some_locked(agent, true, true);
 }
 
 void rx_drain_comp_channel(struct rdmaxfer_agent *agent)
@@ -84,45 +95,66 @@ void rx_drain_comp_channel(struct rdmaxfer_agent *agent)
 	}
 }
 
+/* Lock held: wait on the condition for progress_gen to move, until
+ * deadline_ns at the latest (INT64_MAX: no limit). */
+static void wait_gen(struct rdmaxfer_agent *agent, int64_t deadline_ns,
+		     bool while_poller)
+{
+	uint64_t gen = agent->progress_gen;
+	struct timespec ts;
+	int64_t left;
+
+	if (deadline_ns != INT64_MAX) {
+		left = deadline_ns - rx_now_ns();
+		if (left < 0)
+			left = 0;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += left / 1000000000LL;
+		ts.tv_nsec += left % 1000000000LL;
+		ts.tv_sec += ts.tv_nsec / 1000000000LL;
+		ts.tv_nsec %= 1000000000LL;
+	}
+	while (gen == agent->progress_gen &&
+	       (!while_poller || agent->poller)) {
+		if (deadline_ns == INT64_MAX)
+			pthread_cond_wait(&agent->cond, &agent->lock);
+		else if (pthread_cond_timedwait(&agent->cond, &agent->lock,
+						&ts))
+			break;
+	}
+}
+
 /*
  * Sleep until something may have progressed, or the deadline.  Called with
- * the lock held (and returns with it held).  Caller mode arms the CQ and
- * sleeps on the completion channel and the CM channel; thread mode waits
- * for the thread's next round, unless the caller is the thread (a
- * callback that waits: rx_self_progress()), which then sleeps as a caller
- * does, after telling other waiters what its own progress did.
+ * the lock held (and returns with it held).  Thread mode waits for the
+ * thread's next round, which comes as soon as an event does (the thread
+ * sleeps on ep_inner with no timeout, wait.c).  Caller mode: one caller
+ * at a time, the poller, sleeps on ep_inner after arming the CQ; the
+ * others wait for its wake on the condition (it drains the channels
+ * their events share, so they cannot sleep on them too: what used to be
+ * a 20 ms slice).  The progress thread itself (a callback that waits:
+ * rx_self_progress()) sleeps as a caller does, after telling other
+ * waiters what its own progress did.
  */
 int rx_block(struct rdmaxfer_agent *agent, int64_t deadline_ns)
 {
 	int64_t now = rx_now_ns(), left_ms;
-	struct pollfd pfd[4];
-	uint64_t cnt;
+	unsigned int seen;
 
 	if (now >= deadline_ns)
 		return -ETIMEDOUT;
-	left_ms = (deadline_ns - now + 999999) / 1000000;
-	if (left_ms > BLOCK_SLICE_MS)
-		left_ms = BLOCK_SLICE_MS;
-
 	if (!rx_self_progress(agent)) {
-		struct timespec ts;
-		uint64_t gen = agent->progress_gen;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += left_ms * 1000000LL;
-		ts.tv_sec += ts.tv_nsec / 1000000000LL;
-		ts.tv_nsec %= 1000000000LL;
-		while (gen == agent->progress_gen)
-			if (pthread_cond_timedwait(&agent->cond, &agent->lock,
-						   &ts))
-				break;
+		wait_gen(agent, deadline_ns, false);
 		return 0;
 	}
 	if (agent->thread_running) {
 		agent->progress_gen++;
 		pthread_cond_broadcast(&agent->cond);
 	}
-
+	if (agent->poller) {
+		wait_gen(agent, deadline_ns, true);
+		return 0;
+	}
 	if (!agent->cq_armed) {
 		if (ibv_req_notify_cq(agent->cq, 0))
 			return -EIO;
@@ -130,54 +162,63 @@ int rx_block(struct rdmaxfer_agent *agent, int64_t deadline_ns)
 		/* completions that raced with the arming are polled by the
 		 * caller's next round: report progress possible (only the
 		 * CQ can race with its arming; the CM and async channels
-		 * are polled below and cost a system call each to read) */
+		 * are in ep_inner, level-triggered) */
 		if (rx_poll_cq_locked(agent) > 0)
 			return 0;
 	}
-	pfd[0].fd = agent->comp_ch->fd;
-	pfd[0].events = POLLIN;
-	pfd[1].fd = agent->cm_ch->fd;
-	pfd[1].events = POLLIN;
-	pfd[2].fd = agent->ctx->async_fd;
-	pfd[2].events = POLLIN;
-	pfd[3].fd = agent->wake_fd;
-	pfd[3].events = POLLIN;
-	pthread_mutex_unlock(&agent->lock);
-	poll(pfd, 4, (int)left_ms);
-	pthread_mutex_lock(&agent->lock);
-	rx_drain_comp_channel(agent);
-	if (pfd[3].revents && read(agent->wake_fd, &cnt, sizeof(cnt)) < 0) {
-		/* nothing to read: another waiter took it */
+	rx_timer_sync(agent);
+	left_ms = deadline_ns == INT64_MAX ? -1 :
+		  (deadline_ns - now + 999999) / 1000000;
+	if (left_ms > INT32_MAX)
+		left_ms = INT32_MAX;
+	agent->poller = true;
+	agent->poller_kicked = false;
+	seen = rx_wait_inner(agent, (int)left_ms, true);
+	agent->poller = false;
+	/* a wake (a file request's io_uring, another agent's async event
+	 * for this one) is work for an armed application too, unless it
+	 * was another thread's kick for this sleep */
+	if ((seen & (1U << RX_EV_WAKE)) && !agent->poller_kicked)
+		rx_work_locked(agent);
+	agent->progress_gen++;
+	pthread_cond_broadcast(&agent->cond);
+	if (seen & (1U << RX_EV_CACHE)) {
+		/* invalidations pending: applied now (without the lock, as
+		 * the caches' dereg callbacks need), or the cache's fd
+		 * would stay readable and the next sleep return at once */
+		pthread_mutex_unlock(&agent->lock);
+		rx_mem_sweep(agent, true);
+		pthread_mutex_lock(&agent->lock);
 	}
 	return 0;
 }
 
-/* The thread's poll() timeout, and so the period of its full sweep. */
+/* The period of the thread's full sweep where a cache has no fd to
+ * wake it (a key whose memory went dies within one period). */
 #define SWEEP_PERIOD_NS	(100 * 1000000LL)
 
 void *rx_progress_thread(void *arg)
 {
 	struct rdmaxfer_agent *agent = arg;
-	struct pollfd pfd[4];
-	bool cm = true, async = true;
+	unsigned int seen = 1U << RX_EV_CM | 1U << RX_EV_ASYNC;
 	int64_t now, swept = 0;
-	uint64_t cnt;
+	bool sweep;
 
-	pfd[0].fd = agent->comp_ch->fd;
-	pfd[0].events = POLLIN;
-	pfd[1].fd = agent->cm_ch->fd;
-	pfd[1].events = POLLIN;
-	pfd[2].fd = agent->wake_fd;
-	pfd[2].events = POLLIN;
-	pfd[3].fd = agent->ctx->async_fd;
-	pfd[3].events = POLLIN;
 	pthread_mutex_lock(&agent->lock);
 	while (!agent->stop) {
-		/* the CM channel and the async events only when poll() saw
+		/* the CM channel and the async events only when epoll saw
 		 * them readable or the thread was woken (the first round:
 		 * always): a stream of grains wakes the thread once per
-		 * completion or so, and each empty read is a system call */
-		progress_some_locked(agent, cm, async);
+		 * completion or so, and each empty read is a system call.
+		 * A wake (another thread's request, another agent that read
+		 * this one's async events off the shared context, a file
+		 * request's io_uring) gets a full round. */
+		if (seen & (1U << RX_EV_WAKE)) {
+			seen |= 1U << RX_EV_CM | 1U << RX_EV_ASYNC;
+			rx_work_locked(agent);
+		}
+		rx_progress_some_locked(agent, seen & (1U << RX_EV_CM),
+					seen & (1U << RX_EV_ASYNC));
 		if (!agent->cq_armed) {
 			ibv_req_notify_cq(agent->cq, 0);
 			agent->cq_armed = true;
@@ -188,32 +229,24 @@ void *rx_progress_thread(void *arg)
 		pthread_mutex_unlock(&agent->lock);
 		rx_deliver_notifs(agent);
 		/*
-		 * A key whose memory went dies within one period: the
-		 * generations (a few loads) every round, the full apply
-		 * (the cache's write lock, and what the uffd thread
-		 * deferred) once per period, not per completion.
+		 * A key whose memory went dies at once: the generations (a
+		 * few loads) every round, the full apply (the cache's write
+		 * lock, and what the uffd thread deferred) when a cache's
+		 * fd said so, or once per period for a cache without one.
 		 */
 		now = rx_now_ns();
-		rx_mem_sweep(agent, now - swept >= SWEEP_PERIOD_NS);
-		if (now - swept >= SWEEP_PERIOD_NS)
+		sweep = (seen & (1U << RX_EV_CACHE)) ||
+			(agent->sweep_period && now - swept >= SWEEP_PERIOD_NS);
+		rx_mem_sweep(agent, sweep);
+		if (sweep)
 			swept = now;
-		if (poll(pfd, 4, 100) < 0) {
-			/* interrupted: a full round, no wake to clear */
-			pfd[1].revents = POLLIN;
-			pfd[2].revents = 0;
-			pfd[3].revents = POLLIN;
-		}
-		if (pfd[2].revents &&
-		    read(agent->wake_fd, &cnt, sizeof(cnt)) < 0) {
-			/* spurious: nothing to clear */
-		}
-		/* a wake (another thread's request, or another agent that
-		 * read this one's async events off the shared context) gets
-		 * a full round */
-		cm = pfd[1].revents || pfd[2].revents;
-		async = pfd[3].revents || pfd[2].revents;
 		pthread_mutex_lock(&agent->lock);
-		rx_drain_comp_channel(agent);
+		if (agent->stop)
+			break;
+		/* no timeout but the sweep's: deadlines are timer_fd's */
+		seen = rx_wait_inner(agent, agent->sweep_period ?
+				     (int)(SWEEP_PERIOD_NS / 1000000) : -1,
+				     true);
 	}
 	pthread_mutex_unlock(&agent->lock);
 	return NULL;
@@ -230,6 +263,10 @@ int rdmaxfer_progress(struct rdmaxfer_agent *agent)
 	rx_mem_sweep(agent, false);
 	pthread_mutex_lock(&agent->lock);
 	ret = rx_progress_locked(agent);
+	/* the thread that arms is awake here: what was done so far it sees
+	 * now (another thread's progress still wakes it, wait.c) */
+	if (pthread_equal(agent->armer, pthread_self()))
+		agent->app_seen = agent->app_gen;
 	busy = agent->ext_busy;
 	pthread_mutex_unlock(&agent->lock);
 	rx_deliver_notifs(agent);

@@ -482,6 +482,8 @@ int rx_poll_cq_locked(struct rdmaxfer_agent *agent)
 	/* seen empty: completions of destroyed QPs are all gone */
 	agent->cq_stale = 0;
 	agent->gen_stale_min = UINT64_MAX;
+	if (total)
+		rx_work_locked(agent);	/* an armed application's wakeup */
 	return total;
 }
 
@@ -613,7 +615,9 @@ static inline int req_start_locked(struct rdmaxfer_req *req,
 	struct rdmaxfer_peer *peer = req->peer;
 	int ret;
 
-	if (req->state == RX_REQ_ACTIVE)
+	/* a completion whose callback is not called yet: in progress for
+	 * the application, whose callback would miss it otherwise */
+	if (req->state == RX_REQ_ACTIVE || req->cb_due)
 		return -EBUSY;
 	if (peer->state != RDMAXFER_PEER_CONNECTED)
 		return -ENOTCONN;
@@ -837,7 +841,8 @@ int rdmaxfer_req_test(struct rdmaxfer_req *req)
 	ret = req_result(req);
 	rx_data_unlock(agent);
 	if ((agent->notifs.count && agent->notif_fn) ||
-	    __atomic_load_n(&agent->ext_cbs, __ATOMIC_RELAXED))
+	    __atomic_load_n(&agent->ext_cbs, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&agent->ncbs, __ATOMIC_RELAXED))
 		rx_deliver_notifs(agent);
 	return ret;
 }
@@ -873,6 +878,128 @@ int rdmaxfer_req_wait(struct rdmaxfer_req *req, int timeout_ms)
 	return ret;
 }
 
+/* Lock held: req completed and has a callback: its call is due (xfer.h,
+ * req_check_done(), and peer.c's failure of a peer's requests). */
+void rx_req_cb_due(struct rdmaxfer_req *req)
+{
+	struct rdmaxfer_agent *agent = req->peer->agent;
+
+	if (req->cb_due)
+		return;
+	req->cb_due = true;
+	req->cb_status = req_result(req);
+	rx_list_add_tail(&agent->cb_q, &req->cb_node);
+	__atomic_fetch_add(&agent->ncbs, 1, __ATOMIC_RELAXED);
+	/* a callback to run is work for an armed application */
+	rx_work_locked(agent);
+}
+
+/*
+ * Lock held, by the one deliverer (rx_deliver_notifs()): call the due
+ * callbacks in completion order, the lock dropped around each, so that
+ * one may post, test or free its request (the request is off the queue
+ * and not due before its call).
+ */
+void rx_req_cbs_run_locked(struct rdmaxfer_agent *agent)
+{
+	struct rdmaxfer_req *req;
+	rdmaxfer_req_fn fn;
+	void *user;
+	int status;
+
+	while (!rx_list_empty(&agent->cb_q)) {
+		req = rx_container_of(agent->cb_q.next, struct rdmaxfer_req,
+				      cb_node);
+		rx_list_del(&req->cb_node);
+		req->cb_due = false;
+		__atomic_fetch_sub(&agent->ncbs, 1, __ATOMIC_RELAXED);
+		fn = req->cb;
+		user = req->cb_user;
+		status = req->cb_status;
+		if (!fn)
+			continue;
+		pthread_mutex_unlock(&agent->lock);
+		fn(user, req, status);
+		pthread_mutex_lock(&agent->lock);
+	}
+}
+
+RX_EXPORT
+int rdmaxfer_req_set_cb(struct rdmaxfer_req *req, rdmaxfer_req_fn fn,
+			void *user)
+{
+	struct rdmaxfer_agent *agent;
+	int ret = 0;
+
+	if (!req)
+		return -EINVAL;
+	if (req->ops)
+		return -EOPNOTSUPP;
+	agent = req->peer->agent;
+	pthread_mutex_lock(&agent->lock);
+	if (req->state == RX_REQ_ACTIVE) {
+		ret = -EBUSY;
+	} else {
+		req->cb = fn;
+		req->cb_user = user;
+	}
+	pthread_mutex_unlock(&agent->lock);
+	return ret;
+}
+
+/* Lock held: the lowest index of reqs not in progress, or -1. */
+static int any_done(struct rdmaxfer_req *const *reqs, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (reqs[i]->state != RX_REQ_ACTIVE)
+			return (int)i;
+	return -1;
+}
+
+RX_EXPORT
+int rdmaxfer_req_wait_any(struct rdmaxfer_req *const *reqs, unsigned int n,
+			  int timeout_ms, unsigned int *index)
+{
+	int64_t deadline = rx_deadline(timeout_ms);
+	struct rdmaxfer_agent *agent;
+	unsigned int i;
+	int ret, k;
+
+	if (!reqs || !n || !index || !reqs[0])
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		if (!reqs[i] || (reqs[i]->peer && reqs[0]->peer &&
+				 reqs[i]->peer->agent != reqs[0]->peer->agent))
+			return -EINVAL;
+		if (reqs[i]->ops)
+			return -EOPNOTSUPP;
+	}
+	agent = reqs[0]->peer->agent;
+	pthread_mutex_lock(&agent->lock);
+	rx_ring_deferred(agent);
+	for (;;) {
+		k = any_done(reqs, n);
+		if (k < 0 && rx_self_progress(agent)) {
+			rx_progress_locked(agent);
+			k = any_done(reqs, n);
+		}
+		if (k >= 0) {
+			*index = (unsigned int)k;
+			ret = req_result(reqs[k]);
+			break;
+		}
+		ret = rx_block(agent, deadline);
+		if (ret)
+			break;
+	}
+	pthread_mutex_unlock(&agent->lock);
+	if (rx_has_callbacks(agent))
+		rx_deliver_notifs(agent);
+	return ret;
+}
+
 /* Free a request's memory (lock not needed: the agent is going away, or
  * the request was unlinked).  Not through req->peer: agent teardown
  * frees the peers first. */
@@ -882,6 +1009,8 @@ void rx_req_release(struct rdmaxfer_agent *agent, struct rdmaxfer_req *req)
 	size_t i;
 
 	rx_list_del(&req->node);
+	if (req->cb_due)
+		rx_list_del(&req->cb_node);
 	if (req->ops)
 		req->ops->release(req);
 	for (i = 0; i < req->nlocal; i++)
@@ -915,6 +1044,12 @@ int rdmaxfer_req_free(struct rdmaxfer_req *req)
 	}
 	req->peer->nreqs--;
 	rx_list_del(&req->node);
+	if (req->cb_due) {
+		/* freed with its call due: the application gave it up */
+		rx_list_del(&req->cb_node);
+		req->cb_due = false;
+		__atomic_fetch_sub(&agent->ncbs, 1, __ATOMIC_RELAXED);
+	}
 	pthread_mutex_unlock(&agent->lock);
 	rx_req_release(agent, req);
 	return 0;

@@ -45,6 +45,8 @@ static inline void req_check_done(struct rdmaxfer_req *req)
 	}
 	req->state = req->err ? RX_REQ_FAILED : RX_REQ_DONE;
 	peer->nreqs_active--;
+	if (req->cb)
+		rx_req_cb_due(req);
 }
 
 static inline void part_dequeue(struct rx_part *part)

@@ -50,7 +50,7 @@ struct procmap_query {
 	uint64_t build_id_addr;
 };
 
-#define PROCMAP_QUERY	_IOWR(0x9f, 17, struct procmap_query)
+#define PROCMAP_QUERY	_IOWR('f', 17, struct procmap_query)	/* PROCFS_IOCTL_MAGIC */
 #endif
 
 /* 0: try PROCMAP_QUERY; -1: the kernel said ENOTTY, scan the text. */

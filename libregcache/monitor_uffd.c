@@ -997,21 +997,36 @@ static int uffd_private_anon(uintptr_t s, uintptr_t t)
  * The same for a range UFFDIO_REGISTER accepted, which holds no hole and
  * only anonymous, shmem and hugetlb memory: is any of it backed by a file
  * (memfd, tmpfs, SysV, shared anonymous and hugetlb memory all are)?
- * /proc/self/map_files lists exactly the VMAs with a file, without
- * formatting the others: without PROCMAP_QUERY (before Linux 6.11)
+ * With PROCMAP_QUERY (Linux 6.11) one ioctl per VMA of the range answers
+ * it (a hole, left by an munmap since, is -EFAULT).  Without it,
  * rc_vma_query() reads /proc/self/maps up to the address, and every
  * cached range is a VMA of its own, so a miss cost 2 ms with 1600
- * entries (host, 2000 misses) where this costs a walk of the file
- * mappings.  Falls back to rc_vma_query() where the directory cannot
- * be read.
+ * entries (host, 2000 misses); /proc/self/map_files lists exactly the
+ * VMAs with a file, without formatting the others, and costs a walk of
+ * the file mappings.  Falls back to rc_vma_query() where the directory
+ * cannot be read.
  */
 static int uffd_registered_private_anon(uintptr_t s, uintptr_t t)
 {
 	unsigned long long a, b;
+	struct rc_vma v;
 	struct dirent *d;
 	DIR *dir;
-	int ret = 0;
+	int ret;
 
+	/* PROCMAP_QUERY (Linux 6.11): one ioctl per VMA, no walk */
+	ret = rc_vma_query_ioctl(s, &v);
+	if (ret != -ENOTTY) {
+		while (!ret) {
+			if (!rc_vma_private_anon(&v))
+				return -EMEDIUMTYPE;
+			if (v.end >= t)
+				return 0;
+			ret = rc_vma_query_ioctl(v.end, &v);
+		}
+		return ret == -ENOENT ? -EFAULT : ret;
+	}
+	ret = 0;
 	dir = opendir("/proc/self/map_files");
 	if (!dir)
 		return uffd_private_anon(s, t);

@@ -50,7 +50,7 @@ struct procmap_query {
 	uint64_t build_id_addr;
 };
 
-#define PROCMAP_QUERY	_IOWR(0x9f, 17, struct procmap_query)
+#define PROCMAP_QUERY	_IOWR('f', 17, struct procmap_query)	/* PROCFS_IOCTL_MAGIC */
 #endif
 
 /* 0: try PROCMAP_QUERY; -1: the kernel said ENOTTY, scan the text. */
@@ -192,6 +192,23 @@ int rc_vma_query_how(uintptr_t addr, struct rc_vma *vma, bool text)
 				      memory_order_relaxed);
 	}
 	return rc_vma_scan(fd, addr, vma);
+}
+
+int rc_vma_query_ioctl(uintptr_t addr, struct rc_vma *vma)
+{
+	int fd, ret;
+
+	if (atomic_load_explicit(&rc_procmap_ioctl, memory_order_relaxed) < 0)
+		return -ENOTTY;
+	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = rc_vma_ioctl(fd, addr, vma);
+	close(fd);
+	if (ret == -ENOTTY)
+		atomic_store_explicit(&rc_procmap_ioctl, -1,
+				      memory_order_relaxed);
+	return ret;
 }
 
 int rc_vma_query(uintptr_t addr, struct rc_vma *vma)

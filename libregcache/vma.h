@@ -36,6 +36,13 @@ struct rc_vma {
  */
 int rc_vma_query(uintptr_t addr, struct rc_vma *vma);
 
+/*
+ * The same through PROCMAP_QUERY only: -ENOTTY where the kernel lacks it
+ * (before Linux 6.11), so that a caller with a cheaper way than the text
+ * scan can take it.
+ */
+int rc_vma_query_ioctl(uintptr_t addr, struct rc_vma *vma);
+
 /* Private anonymous memory ([heap], [stack] and plain anonymous mmaps). */
 static inline bool rc_vma_private_anon(const struct rc_vma *vma)
 {

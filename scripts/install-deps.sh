@@ -17,6 +17,7 @@ iproute2 debootstrap debian-archive-keyring util-linux
 ucx-utils gnuplot-nox
 dkms linux-source-6.1 flex bison bc libelf-dev
 libcurl4-openssl-dev libjson-c-dev etcd-server etcd-client openssl
+valgrind
 "
 # build: autotools, gcc, rdma-core/liburing/CUnit headers, the 6.1 kernel
 #   headers for regcache.ko, mandoc for the man page lint, shellcheck for
@@ -38,6 +39,8 @@ libcurl4-openssl-dev libjson-c-dev etcd-server etcd-client openssl
 #   loopback and in the guests, etcd-client (etcdctl) for the test of
 #   etcd's user/password authentication, openssl for the TLS test's
 #   certificates.
+# budgets: valgrind, whose callgrind checks the locked-instruction count
+#   of tests/budget_count.c (tests/test_budget.sh; skipped without it).
 # debug kernel: linux-source-6.1 again, built with KASAN, lockdep and
 #   kmemleak by tests/vm/debug-kernel.sh; flex, bison, bc and libelf-dev
 #   are what its build needs beyond gcc and make.

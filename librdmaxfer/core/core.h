@@ -472,6 +472,10 @@ struct rdmaxfer_agent {
 	uint32_t ncbs;
 	/* the cache's generation at the last rx_mem_sweep() (atomic) */
 	uint64_t sweep_gen;
+	/* listed handles with remote rights: changed under mem_lock, read
+	 * without it (atomic), so that a register skips the sweep while no
+	 * key of the agent can outlive its memory (mem.c) */
+	uint32_t remote_mems;
 	uint32_t cm_tick;		/* progress_data_locked() turns (xfer.c) */
 	/* struct rx_dep: rings, ring writers, bound file engines */
 	struct rx_list deps;

@@ -847,25 +847,39 @@ int rdmaxfer_req_test(struct rdmaxfer_req *req)
 	return ret;
 }
 
-RX_EXPORT
-int rdmaxfer_req_wait(struct rdmaxfer_req *req, int timeout_ms)
+/* Lock held: the lowest index of reqs not in progress, or -1. */
+static int any_done(struct rdmaxfer_req *const *reqs, unsigned int n)
 {
-	struct rdmaxfer_agent *agent;
-	int64_t deadline = rx_deadline(timeout_ms);
-	int ret;
+	unsigned int i;
 
-	if (!req)
-		return -EINVAL;
-	if (req->ops)
-		return req->ops->wait(req, timeout_ms);
-	agent = req->peer->agent;
+	for (i = 0; i < n; i++)
+		if (reqs[i]->state != RX_REQ_ACTIVE)
+			return (int)i;
+	return -1;
+}
+
+/*
+ * rdmaxfer_req_wait() (n = 1) and rdmaxfer_req_wait_any(): progress (or
+ * sleep on the agent's set) until one of reqs is no longer in progress,
+ * then its index and result; the callbacks due are run after the lock.
+ */
+static int reqs_wait(struct rdmaxfer_agent *agent,
+		     struct rdmaxfer_req *const *reqs, unsigned int n,
+		     int64_t deadline, unsigned int *index)
+{
+	int ret, k;
+
 	pthread_mutex_lock(&agent->lock);
 	rx_ring_deferred(agent);
 	for (;;) {
-		if (req->state == RX_REQ_ACTIVE && rx_self_progress(agent))
+		k = any_done(reqs, n);
+		if (k < 0 && rx_self_progress(agent)) {
 			rx_progress_locked(agent);
-		if (req->state != RX_REQ_ACTIVE) {
-			ret = req_result(req);
+			k = any_done(reqs, n);
+		}
+		if (k >= 0) {
+			*index = (unsigned int)k;
+			ret = req_result(reqs[k]);
 			break;
 		}
 		ret = rx_block(agent, deadline);
@@ -876,6 +890,19 @@ int rdmaxfer_req_wait(struct rdmaxfer_req *req, int timeout_ms)
 	if (rx_has_callbacks(agent))
 		rx_deliver_notifs(agent);
 	return ret;
+}
+
+RX_EXPORT
+int rdmaxfer_req_wait(struct rdmaxfer_req *req, int timeout_ms)
+{
+	int64_t deadline = rx_deadline(timeout_ms);
+	unsigned int index;
+
+	if (!req)
+		return -EINVAL;
+	if (req->ops)
+		return req->ops->wait(req, timeout_ms);
+	return reqs_wait(req->peer->agent, &req, 1, deadline, &index);
 }
 
 /* Lock held: req completed and has a callback: its call is due (xfer.h,
@@ -947,25 +974,12 @@ int rdmaxfer_req_set_cb(struct rdmaxfer_req *req, rdmaxfer_req_fn fn,
 	return ret;
 }
 
-/* Lock held: the lowest index of reqs not in progress, or -1. */
-static int any_done(struct rdmaxfer_req *const *reqs, unsigned int n)
-{
-	unsigned int i;
-
-	for (i = 0; i < n; i++)
-		if (reqs[i]->state != RX_REQ_ACTIVE)
-			return (int)i;
-	return -1;
-}
-
 RX_EXPORT
 int rdmaxfer_req_wait_any(struct rdmaxfer_req *const *reqs, unsigned int n,
 			  int timeout_ms, unsigned int *index)
 {
 	int64_t deadline = rx_deadline(timeout_ms);
-	struct rdmaxfer_agent *agent;
 	unsigned int i;
-	int ret, k;
 
 	if (!reqs || !n || !index || !reqs[0])
 		return -EINVAL;
@@ -976,28 +990,7 @@ int rdmaxfer_req_wait_any(struct rdmaxfer_req *const *reqs, unsigned int n,
 		if (reqs[i]->ops)
 			return -EOPNOTSUPP;
 	}
-	agent = reqs[0]->peer->agent;
-	pthread_mutex_lock(&agent->lock);
-	rx_ring_deferred(agent);
-	for (;;) {
-		k = any_done(reqs, n);
-		if (k < 0 && rx_self_progress(agent)) {
-			rx_progress_locked(agent);
-			k = any_done(reqs, n);
-		}
-		if (k >= 0) {
-			*index = (unsigned int)k;
-			ret = req_result(reqs[k]);
-			break;
-		}
-		ret = rx_block(agent, deadline);
-		if (ret)
-			break;
-	}
-	pthread_mutex_unlock(&agent->lock);
-	if (rx_has_callbacks(agent))
-		rx_deliver_notifs(agent);
-	return ret;
+	return reqs_wait(reqs[0]->peer->agent, reqs, n, deadline, index);
 }
 
 /* Free a request's memory (lock not needed: the agent is going away, or

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
 # test_bench_options.sh: rdmaxfer-bench's --compare, --reps, --plot and
-# --thread-mode, --directory, --publish and --name refuse every misuse
+# --thread-mode, --directory, --publish, --name, --wait, --rkey-mode and
+# --rereg refuse every misuse
 # before a device is opened or anything
 # runs: exit status 2 and a message that names the problem (host test, no
 # RDMA device needed).  A missing perftest or gnuplot is simulated with an
@@ -24,7 +25,7 @@ fi
 
 n=0
 fails=0
-echo "1..27"
+echo "1..32"
 
 ok()
 {
@@ -105,6 +106,18 @@ refused "--plot without gnuplot in PATH" \
 refused "--thread-mode: neither single nor multi" \
 	"invalid thread mode (single or multi) 'serial'" \
 	"$bench" --thread-mode serial write_bw 192.0.2.1
+refused "--wait: neither poll, notif nor fd" \
+	"invalid --wait (poll, notif or fd) 'sleep'" \
+	"$bench" --wait sleep write_lat 192.0.2.1
+refused "--wait outside write_lat" "--wait applies to write_lat only" \
+	"$bench" --wait fd read_lat 192.0.2.1
+refused "--wait with --compare" "(not with --compare)" \
+	"$bench" --wait notif --compare write_lat 192.0.2.1
+refused "--rkey-mode: not a mode" \
+	"invalid --rkey-mode (auto, exact, window or cached) 'loose'" \
+	"$bench" --rkey-mode loose write_bw
+refused "--rereg outside nixl" "--rereg applies to nixl only" \
+	"$bench" --rereg write_bw 192.0.2.1
 # the directory: checked before etcd is asked (nothing listens on port 1)
 refused "--name without --directory" "need --directory" \
 	"$bench" --name srv write_bw

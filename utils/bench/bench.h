@@ -69,7 +69,22 @@ enum ctl {
 	CTL_RING_POINT = 5,	/* ring --remote: bench_ring.c's messages */
 	CTL_RING_INFO = 6,
 	CTL_RING_END = 7,
+	CTL_NIXL_DESCS = 8,	/* nixl --rereg: bench_rereg.c's messages */
+	CTL_NIXL_NEXT = 9,
+	CTL_NIXL_REG = 10,
 };
+
+/* --wait: how write_lat's ends learn that the other's WRITE landed */
+enum bench_wait {
+	WAIT_POLL = 0,		/* the last byte, polled in memory (default) */
+	WAIT_NOTIF = 1,		/* a WRITE with immediate, busy-polled */
+	WAIT_FD = 2,		/* the same, asleep in epoll on the agent's fd */
+};
+
+/* write_lat --wait notif|fd: the immediate of size k of the plan */
+#define WAIT_IMM(k)		(0x57540000U + (uint32_t)(k))
+
+#define BENCH_F_REREG		(1U << 0)	/* nixl: the target re-registers */
 
 enum cache_mode { CACHE_OFF = 1, CACHE_ON = 2, CACHE_BOTH = 3 };
 
@@ -81,12 +96,16 @@ struct ctl_params {
 	uint32_t nsizes;
 	uint64_t sizes[32];		/* write_lat ping-pong plan */
 	struct rdmaxfer_desc client;	/* write_lat: the client's buffer */
+	uint32_t wait;			/* write_lat: enum bench_wait */
+	uint32_t flags;			/* BENCH_F_* */
+	uint32_t chunks;		/* nixl --rereg: the target's exports */
 };
 
 struct ctl_ready {
 	uint32_t magic;
 	int32_t status;
 	struct rdmaxfer_desc server;
+	uint32_t rkey_mode;		/* the server's enum rdmaxfer_rkey_mode */
 };
 
 struct ctl_done {
@@ -143,6 +162,9 @@ struct opts {
 	const char *directory;
 	const char *publish;
 	const char *name;
+	enum bench_wait wait;		/* --wait (write_lat) */
+	uint32_t rkey_mode;		/* --rkey-mode: enum rdmaxfer_rkey_mode */
+	bool rereg;			/* --rereg (nixl) */
 };
 
 static inline bool is_lat(enum test t)
@@ -201,6 +223,10 @@ void out_bw(uint64_t bytes, long iters, double peak, double avg,
 void out_lat(uint64_t bytes, long iters, double *v, size_t n);
 void json_open(const struct rdmaxfer_agent_info *info);
 void json_close(int validate_status);
+void json_tail_add(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+const char *rkey_mode_name(uint32_t mode);
+extern uint32_t bench_target_rkey_mode;	/* client: the server's, or 0 */
 void progress_start(struct progress *p, const char *what);
 void agent_err(int err);
 extern enum rdmaxfer_progress_mode make_agent_progress;
@@ -230,6 +256,31 @@ int write_lat(struct client *c, const uint64_t *sizes, size_t n,
 	      long iters);
 int nixl_mode(struct client *c, struct raw_dev *r, bool cached,
 	      long iters);
+/* one iteration's registration and transfer times (target_ms: the
+ * target's part of reg_ms, nixl --rereg) */
+struct nixl_row {
+	double reg_ms;
+	double xfer_ms;
+	double target_ms;
+};
+int cmp_row(const void *a, const void *b);
+void nixl_out(const char *mode, const char *phase, long iters,
+	      const struct nixl_row *row);
+int nixl_xfer(struct client *c, const struct rdmaxfer_iov *iov,
+	      const struct rdmaxfer_desc *rd);
+
+/* bench_wait.c: write_lat --wait notif|fd, both ends */
+extern const char *const wait_names[3];
+int write_lat_ev(struct client *c, uint64_t sz, uint32_t value, long iters,
+		 double *v, long *sleeps);
+int echo_ev(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *peer,
+	    enum bench_wait mode, uint64_t sz, const struct rdmaxfer_desc *rd,
+	    uint8_t *buf, uint32_t value, long iters);
+
+/* bench_rereg.c: nixl --rereg, both ends */
+int nixl_rereg(struct client *c, long iters);
+int serve_rereg(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *peer,
+		const struct ctl_params *par, uint8_t *buf);
 
 /* bench_reg.c: reg, reg_access, and the raw-verbs baseline */
 int raw_open(const char *name, struct raw_dev *r);

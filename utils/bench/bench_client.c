@@ -28,14 +28,19 @@ static int client_params(struct client *c, const uint64_t *sizes, size_t n,
 	par.nsizes = (uint32_t)n;
 	memcpy(par.sizes, sizes, n * sizeof(sizes[0]));
 	par.client = c->local;
+	par.wait = o.wait;
+	par.flags = o.rereg ? BENCH_F_REREG : 0;
+	par.chunks = o.chunks;
 	ret = send_ctl(c->agent, c->peer, CTL_PARAMS, &par, sizeof(par));
 	if (!ret)
 		ret = recv_ctl(c->agent, c->peer, CTL_READY, &rdy, sizeof(rdy),
 			       CTL_TIMEOUT_MS);
 	if (!ret && rdy.status)
 		ret = rdy.status;
-	if (!ret)
+	if (!ret) {
 		c->remote = rdy.server;
+		bench_target_rkey_mode = rdy.rkey_mode;
+	}
 	return ret;
 }
 
@@ -68,6 +73,10 @@ static int client_test(struct client *c, struct raw_dev *raw,
 		*fetched = word;
 		break;
 	case T_NIXL:
+		if (o.rereg) {
+			ret = nixl_rereg(c, iters);
+			break;
+		}
 		/* cache on first: its first iteration is then cold (misses) */
 		if (o.cache & CACHE_ON)
 			ret = nixl_mode(c, raw, true, iters);
@@ -220,6 +229,11 @@ int run_client(void)
 		       c.info.gid_index, o.server, o.port, o.qps, o.window,
 		       o.post_list, o.batch, c.info.max_inline,
 		       c.info.cache_monitor);
+	if (!o.json && !o.csv)
+		printf("# server's remote keys: %s%s%s\n",
+		       rkey_mode_name(bench_target_rkey_mode),
+		       o.test == T_WRITE_LAT ? ", wait " : "",
+		       o.test == T_WRITE_LAT ? wait_names[o.wait] : "");
 	ret = client_test(&c, &raw, sizes, n, iters, &fetched, &bad);
 	vret = client_validate(&c, ret, maxs, fetched, bad);
 	json_close(vret);

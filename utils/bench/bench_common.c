@@ -268,16 +268,52 @@ void json_open(const struct rdmaxfer_agent_info *info)
 		       info->device, info->port, info->gid_index,
 		       info->cache_monitor ? info->cache_monitor : "",
 		       info->max_inline);
+	if (bench_target_rkey_mode)
+		printf("  \"target_rkey_mode\": \"%s\",\n",
+		       rkey_mode_name(bench_target_rkey_mode));
+	if (o.test == T_WRITE_LAT)
+		printf("  \"wait\": \"%s\",\n", wait_names[o.wait]);
 	printf("  \"window\": %u,\n  \"qps\": %u,\n  \"post_list\": %u,\n  \"batch\": %u,\n  \"results\": [\n",
 	       o.window, o.qps, o.post_list, o.batch);
+}
+
+/* Fields after the rows (what a family learns only once it ran): each
+ * ",\n  \"name\": value"; bounded, the rest is dropped. */
+static char json_tail[1024];
+
+void json_tail_add(const char *fmt, ...)
+{
+	size_t used = strlen(json_tail);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(json_tail + used, sizeof(json_tail) - used, fmt, ap);
+	va_end(ap);
 }
 
 void json_close(int validate_status)
 {
 	if (!o.json)
 		return;
-	printf("\n  ],\n  \"validate\": \"%s\"\n}\n",
+	printf("\n  ]%s,\n  \"validate\": \"%s\"\n}\n", json_tail,
 	       !o.validate ? "off" : validate_status ? "failed" : "passed");
+}
+
+uint32_t bench_target_rkey_mode;
+
+const char *rkey_mode_name(uint32_t mode)
+{
+	switch (mode) {
+	case RDMAXFER_RKEY_AUTO:
+		return "auto";
+	case RDMAXFER_RKEY_EXACT:
+		return "exact";
+	case RDMAXFER_RKEY_WINDOW:
+		return "window";
+	case RDMAXFER_RKEY_CACHED:
+		return "cached";
+	}
+	return "unknown";
 }
 
 void progress_start(struct progress *p, const char *what)
@@ -326,6 +362,7 @@ int make_agent(enum regcache_monitor_type mon,
 	if (attr.sq_depth && attr.cq_depth < attr.sq_depth * o.qps + 256)
 		attr.cq_depth = attr.sq_depth * o.qps + 256;
 	attr.signal_interval = o.signal_interval;
+	attr.rkey_mode = o.rkey_mode;	/* 0: $RDMAXFER_RKEY_MODE, else auto */
 	attr.flags |= make_agent_flags;
 	attr.progress = make_agent_progress;
 	/* one thread calls the agent; a progress thread would be another */

@@ -85,6 +85,27 @@ int lat_one(struct client *c, uint64_t size, long iters,
 	return ret;
 }
 
+/* write_lat --wait notif|fd at one size (bench_wait.c): its row, and
+ * how often the fd mode slept */
+static int write_lat_ev_out(struct client *c, uint64_t sz, uint32_t value,
+			    long iters, double *v)
+{
+	long sleeps = 0;
+	int ret;
+
+	ret = write_lat_ev(c, sz, value, iters, v, &sleeps);
+	if (ret)
+		return ret;
+	out_lat(sz, iters, v, (size_t)iters);
+	if (o.json)
+		json_tail_add(",\n  \"wait_sleeps_%" PRIu64 "\": %ld", sz,
+			      sleeps);
+	else if (!o.csv)
+		printf("# wait %s: %ld sleep(s) in epoll_wait() over %ld iterations\n",
+		       wait_names[o.wait], sleeps, iters);
+	return 0;
+}
+
 /* write_lat: ping-pong, half the round trip, as ib_write_lat reports */
 int write_lat(struct client *c, const uint64_t *sizes, size_t n,
 	      long iters)
@@ -111,6 +132,11 @@ int write_lat(struct client *c, const uint64_t *sizes, size_t n,
 		v = calloc((size_t)iters, sizeof(*v));
 		if (!v)
 			return -ENOMEM;
+		if (o.wait != WAIT_POLL) {
+			ret = write_lat_ev_out(c, sz, WAIT_IMM(k), iters, v);
+			free(v);
+			continue;
+		}
 		ret = rdmaxfer_desc_sub(&c->remote, 0, sz, &rd);
 		if (!ret)
 			ret = rdmaxfer_xfer_prepare(c->peer, RDMAXFER_OP_WRITE,

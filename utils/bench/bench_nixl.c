@@ -14,12 +14,7 @@
 #include "bench.h"
 #include "bench_reg.h"
 
-struct nixl_row {
-	double reg_ms;
-	double xfer_ms;
-};
-
-static int cmp_row(const void *a, const void *b)
+int cmp_row(const void *a, const void *b)
 {
 	const struct nixl_row *x = a, *y = b;
 	double sx = x->reg_ms / (x->reg_ms + x->xfer_ms);
@@ -28,8 +23,8 @@ static int cmp_row(const void *a, const void *b)
 	return sx < sy ? -1 : sx > sy;
 }
 
-static void nixl_out(const char *mode, const char *phase, long iters,
-		     const struct nixl_row *row)
+void nixl_out(const char *mode, const char *phase, long iters,
+	      const struct nixl_row *row)
 {
 	double share = 100.0 * row->reg_ms / (row->reg_ms + row->xfer_ms);
 	double bw = (double)o.total / MiB / (row->xfer_ms / 1e3);
@@ -37,9 +32,12 @@ static void nixl_out(const char *mode, const char *phase, long iters,
 	print_header();
 	if (o.json) {
 		json_sep();
-		printf("    {\"cache\": \"%s\", \"phase\": \"%s\", \"iterations\": %ld, \"total_bytes\": %" PRIu64 ", \"chunks\": %u, \"reg_ms\": %.3f, \"xfer_ms\": %.3f, \"reg_share_pct\": %.2f, \"xfer_mbs\": %.2f}",
+		printf("    {\"cache\": \"%s\", \"phase\": \"%s\", \"iterations\": %ld, \"total_bytes\": %" PRIu64 ", \"chunks\": %u, \"reg_ms\": %.3f, \"xfer_ms\": %.3f, \"reg_share_pct\": %.2f, \"xfer_mbs\": %.2f",
 		       mode, phase, iters, o.total, o.chunks, row->reg_ms,
 		       row->xfer_ms, share, bw);
+		if (o.rereg)	/* bench_rereg.c: the target's part of reg_ms */
+			printf(", \"target_reg_ms\": %.3f", row->target_ms);
+		printf("}");
 	} else if (o.csv) {
 		printf("%s,%s,%ld,%" PRIu64 ",%u,%.3f,%.3f,%.2f,%.2f\n", mode,
 		       phase, iters, o.total, o.chunks, row->reg_ms,
@@ -57,8 +55,8 @@ static void nixl_out(const char *mode, const char *phase, long iters,
  * Both the untimed warm-up and every timed iteration of nixl_mode() move
  * their data through here.
  */
-static int nixl_xfer(struct client *c, const struct rdmaxfer_iov *iov,
-		     const struct rdmaxfer_desc *rd)
+int nixl_xfer(struct client *c, const struct rdmaxfer_iov *iov,
+	      const struct rdmaxfer_desc *rd)
 {
 	struct rdmaxfer_req *req = NULL;
 	int ret;

@@ -48,6 +48,16 @@ void usage(FILE *f)
 "      --total SIZE       nixl: bytes per iteration (default 512M)\n"
 "      --chunks K         nixl: chunks (default 128)\n"
 "      --cache on|off|both  nixl: registration cache (default both)\n"
+"      --rereg            nixl: the server re-registers its exports (the\n"
+"                         chunks) every iteration, in its remote-key mode;\n"
+"                         the client's chunks go through the cache\n"
+"      --wait poll|notif|fd  write_lat: see the peer's WRITE by polling its\n"
+"                         last byte (poll, default), or by its immediate,\n"
+"                         busy-polled (notif) or asleep in epoll on the\n"
+"                         agent's fd (fd)\n"
+"      --rkey-mode auto|exact|window|cached  the agent's remote keys\n"
+"                         (default $RDMAXFER_RKEY_MODE, else auto); the\n"
+"                         server's are the ones a test uses\n"
 "      --timeout MS       connect timeout (default 5000)\n"
 "      --directory URL    the etcd directory (rdmaxfer_directory(3)): URL[,URL]\n"
 "      --publish NAME     server: publish itself in it as NAME\n"
@@ -139,7 +149,8 @@ int check_compare_plot(bool reps_set)
 enum { OPT_TOTAL = 256, OPT_CHUNKS, OPT_CACHE, OPT_JSON, OPT_CSV,
 	OPT_VALIDATE, OPT_TIMEOUT, OPT_SIGNAL, OPT_WARMUP, OPT_BATCH,
 	OPT_COMPARE, OPT_REPS, OPT_PLOT, OPT_TARGET, OPT_REMOTE,
-	OPT_FLOOR, OPT_THREAD_MODE, OPT_DIRECTORY, OPT_PUBLISH, OPT_NAME };
+	OPT_FLOOR, OPT_THREAD_MODE, OPT_DIRECTORY, OPT_PUBLISH, OPT_NAME,
+	OPT_WAIT, OPT_RKEY_MODE, OPT_REREG };
 
 static const struct option longopts[] = {
 	{ "size", required_argument, NULL, 's' },
@@ -175,6 +186,9 @@ static const struct option longopts[] = {
 	{ "directory", required_argument, NULL, OPT_DIRECTORY },
 	{ "publish", required_argument, NULL, OPT_PUBLISH },
 	{ "name", required_argument, NULL, OPT_NAME },
+	{ "wait", required_argument, NULL, OPT_WAIT },
+	{ "rkey-mode", required_argument, NULL, OPT_RKEY_MODE },
+	{ "rereg", no_argument, NULL, OPT_REREG },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -268,11 +282,43 @@ static int perftest_opt(int ch, bool *size_set)
 	return -1;
 }
 
+/* --wait, --rkey-mode, --rereg: -1, or the exit status. */
+static int mode_opt(int ch)
+{
+	uint32_t m;
+
+	switch (ch) {
+	case OPT_WAIT:
+		for (m = 0; m < 3; m++)
+			if (!strcmp(optarg, wait_names[m]))
+				break;
+		if (m == 3)
+			return bad_opt("--wait (poll, notif or fd)", optarg);
+		o.wait = (enum bench_wait)m;
+		break;
+	case OPT_RKEY_MODE:
+		for (m = RDMAXFER_RKEY_AUTO; m <= RDMAXFER_RKEY_CACHED; m++)
+			if (!strcmp(optarg, rkey_mode_name(m)))
+				break;
+		if (m > RDMAXFER_RKEY_CACHED)
+			return bad_opt("--rkey-mode (auto, exact, window or cached)",
+				       optarg);
+		o.rkey_mode = m;
+		break;
+	case OPT_REREG:
+		o.rereg = true;
+		break;
+	}
+	return -1;
+}
+
 /* The options of our own (OPT_*): -1, or the exit status. */
 static int long_opt(int ch, bool *reps_set)
 {
 	long v;
 
+	if (ch >= OPT_WAIT)
+		return mode_opt(ch);
 	switch (ch) {
 	case OPT_TOTAL:
 		if (parse_size(optarg, &o.total) || !o.total ||
@@ -484,6 +530,16 @@ int check_opts(int argc, char **argv, bool size_set, bool reps_set)
 		fprintf(stderr, "%s: atomics move 8 bytes: -s/-a do not apply\n",
 			prog);
 		o.all = false;
+	}
+	if (o.wait != WAIT_POLL && (o.test != T_WRITE_LAT || o.compare)) {
+		fprintf(stderr, "%s: --wait applies to write_lat only (not with --compare): %s (%d)\n",
+			prog, strerror(EINVAL), -EINVAL);
+		return 2;
+	}
+	if (o.rereg && o.test != T_NIXL) {
+		fprintf(stderr, "%s: --rereg applies to nixl only: %s (%d)\n",
+			prog, strerror(EINVAL), -EINVAL);
+		return 2;
 	}
 	if (o.test == T_NIXL && o.total / o.chunks == 0)
 		return bad_opt("--total/--chunks (chunks larger than 0 B)",

@@ -15,7 +15,8 @@
 #include "bench.h"
 
 /* write_lat: the passive half of the ping-pong, echo each message. */
-static int server_echo(struct rdmaxfer_peer *peer,
+static int server_echo(struct rdmaxfer_agent *agent,
+		       struct rdmaxfer_peer *peer,
 		       const struct ctl_params *par, uint8_t *buf)
 {
 	struct rdmaxfer_req *req = NULL;
@@ -32,6 +33,11 @@ static int server_echo(struct rdmaxfer_peer *peer,
 		iov.addr = buf;
 		iov.len = sz;
 		ret = rdmaxfer_desc_sub(&par->client, 0, sz, &rd);
+		if (!ret && par->wait != WAIT_POLL) {
+			ret = echo_ev(agent, peer, (enum bench_wait)par->wait, sz,
+				      &rd, buf, WAIT_IMM(k), par->iters);
+			continue;
+		}
 		if (!ret)
 			ret = rdmaxfer_xfer_prepare(peer, RDMAXFER_OP_WRITE,
 						    &iov, 1, &rd, 1,
@@ -66,6 +72,16 @@ static int server_echo(struct rdmaxfer_peer *peer,
 	if (ret)
 		err_msg("write_lat echo", ret);
 	return ret;
+}
+
+/* What our remote keys are, for the client to report. */
+static uint32_t server_rkey_mode(struct rdmaxfer_agent *agent)
+{
+	struct rdmaxfer_agent_info info;
+
+	if (rdmaxfer_agent_query(agent, &info))
+		return 0;
+	return info.rkey_mode;
 }
 
 /* The end of the test: the check the client asks for, its result. */
@@ -148,7 +164,11 @@ int run_server(void)
 		goto out_peer;
 	}
 	buf_len = par.buf_len;
-	if (!buf_len || buf_len > 4 * MAX_SIZE || par.nsizes > 32) {
+	if (!buf_len || buf_len > 4 * MAX_SIZE || par.nsizes > 32 ||
+	    par.wait > WAIT_FD || par.flags & ~BENCH_F_REREG ||
+	    ((par.flags & BENCH_F_REREG) &&
+	     (par.test != T_NIXL || !par.chunks || par.chunks > 65536 ||
+	      par.buf_len / par.chunks == 0))) {
 		rdy.status = -EINVAL;
 		send_ctl(agent, peer, CTL_READY, &rdy, sizeof(rdy));
 		ret = -EINVAL;
@@ -167,11 +187,15 @@ int run_server(void)
 	if (par.test == T_READ_BW || par.test == T_READ_LAT ||
 	    par.test == T_WRITE_LAT)
 		fill_pattern(buf, buf_len);
-	ret = rdmaxfer_mem_register(agent, buf, buf_len, RDMAXFER_MEM_HOST,
-				    &mem);
-	if (!ret)
+	/* --rereg: the exports come and go every iteration (bench_rereg.c) */
+	ret = 0;
+	if (!(par.flags & BENCH_F_REREG))
+		ret = rdmaxfer_mem_register(agent, buf, buf_len,
+					    RDMAXFER_MEM_HOST, &mem);
+	if (!ret && mem)
 		ret = rdmaxfer_mem_desc(mem, 0, 0, &rdy.server);
 	rdy.status = ret;
+	rdy.rkey_mode = server_rkey_mode(agent);
 	if (send_ctl(agent, peer, CTL_READY, &rdy, sizeof(rdy)) || ret) {
 		err_msg("server registration", ret ? ret : -ECONNRESET);
 		ret = ret ? ret : -ECONNRESET;
@@ -179,7 +203,12 @@ int run_server(void)
 	}
 
 	if (par.test == T_WRITE_LAT) {
-		ret = server_echo(peer, &par, buf);
+		ret = server_echo(agent, peer, &par, buf);
+		if (ret)
+			goto out_mem;
+	}
+	if (par.flags & BENCH_F_REREG) {
+		ret = serve_rereg(agent, peer, &par, buf);
 		if (ret)
 			goto out_mem;
 	}

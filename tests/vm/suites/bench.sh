@@ -36,9 +36,9 @@ wait_listening()
 	return 0
 }
 
-# bench_pair NAME TEST [CLIENT OPTIONS...]: server in the background, the
-# client in the foreground, both bounded; passes when both exit 0 and the
-# client's JSON output parses.
+# bench_pair NAME TEST [CLIENT OPTIONS...]: server in the background (with
+# $SRV_OPTS, unquoted), the client in the foreground, both bounded; passes
+# when both exit 0 and the client's JSON output parses.
 bench_pair()
 {
 	name=$1
@@ -46,7 +46,9 @@ bench_pair()
 	shift 2
 	echo "### bench $name: $test $* (t=$(($(date +%s) - t_start)) s)"
 	port=$((port + 1))
-	timeout 120 "$BENCH" -p "$port" -d "$RXE_DEV" "$test" \
+	# SRV_OPTS: server options, split into words on purpose
+	# shellcheck disable=SC2086
+	timeout 120 "$BENCH" -p "$port" -d "$RXE_DEV" ${SRV_OPTS:-} "$test" \
 		>"$OUT/$name.srv" 2>&1 &
 	spid=$!
 	wait_listening "$OUT/$name.srv"
@@ -104,6 +106,92 @@ then
 else
 	rc_fail "bench nixl: off and on rows with sane shares"
 fi
+
+# --- the modes of issues 35 and 37: each runs and reports what it claims
+# write_lat --wait notif|fd: the mode is in the output, the row's latencies
+# are positive, and fd slept in epoll_wait() (notif never does)
+for w in notif fd; do
+	bench_pair "write_lat-$w" write_lat -s 2 -n 100 --wait "$w" || continue
+	if python3 - "$OUT/write_lat-$w.json" "$w" <<'EOF'
+import json, sys
+j, w = json.load(open(sys.argv[1])), sys.argv[2]
+assert j["wait"] == w, j["wait"]
+r = j["results"]
+assert len(r) == 1 and r[0]["bytes"] == 2 and r[0]["iterations"] == 100, r
+assert 0 < r[0]["t_min_usec"] <= r[0]["t_typical_usec"] <= r[0]["t_max_usec"], r
+s = j["wait_sleeps_2"]
+assert (s > 0) if w == "fd" else (s == 0), s
+EOF
+	then
+		rc_ok "bench write_lat --wait $w: reports its mode, latencies, sleeps"
+	else
+		rc_fail "bench write_lat --wait $w: reports its mode, latencies, sleeps"
+	fi
+done
+# --rkey-mode on the server (rxe's auto is exact), and RDMAXFER_RKEY_MODE
+# honoured by the server: the client reports the keys it was given,
+# positive bandwidths, the data checked
+rkey_rows()
+{
+	python3 - "$OUT/$1.json" "$2" "$3" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["target_rkey_mode"] == sys.argv[2], j.get("target_rkey_mode")
+r = j["results"]
+assert len(r) == 1 and r[0]["bytes"] == int(sys.argv[3]), r
+assert r[0]["bw_avg_mbs"] > 0 and r[0]["bw_peak_mbs"] >= r[0]["bw_avg_mbs"], r
+EOF
+}
+SRV_OPTS="--rkey-mode window"
+if bench_pair write_bw-window write_bw -s 64 -n 200 -w 16 &&
+   bench_pair read_bw-window read_bw -s 1M -n 8 -w 4 &&
+   rkey_rows write_bw-window window 64 &&
+   rkey_rows read_bw-window window 1048576; then
+	rc_ok "bench --rkey-mode window: write_bw and read_bw through window keys"
+else
+	rc_fail "bench --rkey-mode window: write_bw and read_bw through window keys"
+fi
+SRV_OPTS="--rkey-mode exact"
+if bench_pair write_bw-exact write_bw -s 64 -n 200 -w 16 &&
+   rkey_rows write_bw-exact exact 64; then
+	rc_ok "bench --rkey-mode exact: write_bw through MR keys"
+else
+	rc_fail "bench --rkey-mode exact: write_bw through MR keys"
+fi
+SRV_OPTS=
+export RDMAXFER_RKEY_MODE=window
+if bench_pair write_bw-envwindow write_bw -s 64 -n 100 -w 8 &&
+   rkey_rows write_bw-envwindow window 64; then
+	rc_ok "bench: the server honours RDMAXFER_RKEY_MODE=window"
+else
+	rc_fail "bench: the server honours RDMAXFER_RKEY_MODE=window"
+fi
+unset RDMAXFER_RKEY_MODE
+# nixl --rereg: the server re-registers its exports every iteration, in
+# each mode; the rows are named after it and carry its registration time
+for m in window exact; do
+	SRV_OPTS="--rkey-mode $m"
+	bench_pair "nixl-rereg-$m" nixl --rereg --total 1M --chunks 16 -n 3 ||
+		continue
+	if python3 - "$OUT/nixl-rereg-$m.json" "$m" <<'EOF'
+import json, sys
+j, m = json.load(open(sys.argv[1])), sys.argv[2]
+assert j["target_rkey_mode"] == m, j["target_rkey_mode"]
+r = j["results"]
+assert sorted((x["cache"], x["phase"]) for x in r) == \
+    [("rereg-" + m, "first"), ("rereg-" + m, "steady")], r
+for x in r:
+    assert x["chunks"] == 16 and x["total_bytes"] == 1 << 20, x
+    assert 0 < x["target_reg_ms"] <= x["reg_ms"] and x["xfer_ms"] > 0, x
+    assert 0 < x["reg_share_pct"] < 100, x
+EOF
+	then
+		rc_ok "bench nixl --rereg ($m keys): the target's registration in the rows"
+	else
+		rc_fail "bench nixl --rereg ($m keys): the target's registration in the rows"
+	fi
+done
+SRV_OPTS=
 
 # reg: local only; ODP row present exactly when rxe offers it (7.3)
 if timeout 120 "$BENCH" -d "$RXE_DEV" --json -n 5 -s 1M reg >"$OUT/reg.json" 2>"$OUT/reg.err" &&

@@ -155,6 +155,9 @@ struct rc_reader *rc_reader_register(void)
 	r->next = atomic_load(&rc_readers);
 	while (!atomic_compare_exchange_weak(&rc_readers, &r->next, r))
 		;
+	/* see rc_sole_reader(): a writer that did not see r on the list
+	 * is seen by r's first read section */
+	rc_full_fence();
 found:
 	/* Also re-arms the destructor when called from a late destructor. */
 	pthread_setspecific(rc_reader_key, r);
@@ -233,6 +236,40 @@ static void rc_brlock_fallback(int err)
 	pthread_mutex_unlock(&rc_brlock_switch_lock);
 }
 
+/*
+ * Does the reader list hold no record but the calling writer's own?
+ * Then no other thread can be inside a read section, and the writer
+ * needs neither the membarrier nor the scan: a single-threaded user of
+ * the cache (the common case, and every miss's write sections) makes no
+ * system call for its lock.
+ *
+ * The argument.  The writer stored its flag (seq_cst, in
+ * rc_brlock_write_lock()) before this seq_cst load of the list head.
+ * A thread t that is not on the list when the writer loads it, in the
+ * total order S of seq_cst operations, pushes its record later: its
+ * push (a seq_cst CAS on rc_readers) follows the writer's load in S,
+ * and so does the seq_cst fence rc_reader_register() makes after the
+ * push, which is sequenced before every read section of t.  By C11's
+ * fence rule, t's load of the writer flag after that fence observes the
+ * writer's store (the last seq_cst store to the flag before the fence
+ * in S) or a later one: t sees the flag and steps back, or sees the
+ * writer's unlock, when the section is over.  A record pushed before the
+ * load is on the list, so the writer takes the membarrier path.  Records
+ * are never removed (threads that exit leave theirs for reuse), so an
+ * exited thread's record, a forked child's copies of its parent's and a
+ * second thread's all keep the list longer than one: only a process in
+ * which one thread ever read-locked a cache skips the barrier.  The
+ * writer's own record names no lock here (it would deadlock on itself
+ * otherwise), so there is nothing to scan for.  Only the asymmetric
+ * protocol pays a system call; the others keep their fence.
+ */
+static bool rc_sole_reader(void)
+{
+	struct rc_reader *head = atomic_load(&rc_readers);
+
+	return !head || (head == rc_my_reader && !head->next);
+}
+
 static void wait_readers(struct rc_brlock *l)
 {
 	int mode = atomic_load(&rc_brlock_mode);
@@ -240,6 +277,8 @@ static void wait_readers(struct rc_brlock *l)
 	unsigned int spins;
 
 	if (mode == RC_BRLOCK_ASYM) {
+		if (rc_sole_reader())
+			return;
 		if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0)
 			goto scan;
 		/* -EPERM: not (or no longer) registered; register again once. */

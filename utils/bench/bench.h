@@ -263,9 +263,9 @@ struct nixl_row {
 	double xfer_ms;
 	double target_ms;
 };
-int cmp_row(const void *a, const void *b);
 void nixl_out(const char *mode, const char *phase, long iters,
 	      const struct nixl_row *row);
+void nixl_rows_out(const char *mode, struct nixl_row *rows, long iters);
 int nixl_xfer(struct client *c, const struct rdmaxfer_iov *iov,
 	      const struct rdmaxfer_desc *rd);
 

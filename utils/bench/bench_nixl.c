@@ -14,7 +14,7 @@
 #include "bench.h"
 #include "bench_reg.h"
 
-int cmp_row(const void *a, const void *b)
+static int cmp_row(const void *a, const void *b)
 {
 	const struct nixl_row *x = a, *y = b;
 	double sx = x->reg_ms / (x->reg_ms + x->xfer_ms);
@@ -48,6 +48,20 @@ void nixl_out(const char *mode, const char *phase, long iters,
 		       row->xfer_ms, share, bw);
 	}
 	fflush(stdout);
+}
+
+/*
+ * The first iteration's row, then the steady state: the median iteration
+ * (by registration share) after the first.  Sorts rows[1..iters).
+ */
+void nixl_rows_out(const char *mode, struct nixl_row *rows, long iters)
+{
+	nixl_out(mode, "first", 1, &rows[0]);
+	if (iters > 1) {
+		qsort(rows + 1, (size_t)iters - 1, sizeof(*rows), cmp_row);
+		nixl_out(mode, "steady", iters - 1,
+			 &rows[1 + (iters - 1) / 2]);
+	}
 }
 
 /*
@@ -91,7 +105,6 @@ int nixl_mode(struct client *c, struct raw_dev *r, bool cached,
 	struct rdmaxfer_mem **mems = calloc(o.chunks, sizeof(*mems));
 	struct ibv_mr **mrs = calloc(o.chunks, sizeof(*mrs));
 	struct nixl_row *rows = calloc((size_t)iters, sizeof(*rows));
-	struct nixl_row steady;
 	struct progress pg;
 	const char *mode = cached ? "on" : "off";
 	unsigned int k;
@@ -161,13 +174,7 @@ unwind:
 		rows[it].xfer_ms = (double)(t2 - t1) / 1e6;
 		progress_tick(&pg, t3, it + 1, iters);
 	}
-	nixl_out(mode, "first", 1, &rows[0]);
-	if (iters > 1) {
-		/* steady state: the median iteration (by share) after the first */
-		qsort(rows + 1, (size_t)iters - 1, sizeof(*rows), cmp_row);
-		steady = rows[1 + (iters - 1) / 2];
-		nixl_out(mode, "steady", iters - 1, &steady);
-	}
+	nixl_rows_out(mode, rows, iters);
 out:
 	free(iov);
 	free(rd);

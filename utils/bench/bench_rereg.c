@@ -225,7 +225,6 @@ int nixl_rereg(struct client *c, long iters)
 	struct rdmaxfer_desc *rd = calloc(o.chunks, sizeof(*rd));
 	struct rdmaxfer_mem **mems = calloc(o.chunks, sizeof(*mems));
 	struct nixl_row *rows = calloc((size_t)iters, sizeof(*rows));
-	struct nixl_row steady;
 	struct progress pg;
 	char mode[32];
 	unsigned int k;
@@ -253,12 +252,7 @@ int nixl_rereg(struct client *c, long iters)
 		}
 		progress_tick(&pg, now_ns(), it + 1, iters);
 	}
-	nixl_out(mode, "first", 1, &rows[0]);
-	if (iters > 1) {
-		qsort(rows + 1, (size_t)iters - 1, sizeof(*rows), cmp_row);
-		steady = rows[1 + (iters - 1) / 2];
-		nixl_out(mode, "steady", iters - 1, &steady);
-	}
+	nixl_rows_out(mode, rows, iters);
 out:
 	free(iov);
 	free(rd);

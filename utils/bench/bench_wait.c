@@ -136,6 +136,17 @@ static int waiter_req(struct waiter *w, struct rdmaxfer_req *req,
 	}
 }
 
+/* Free req (may be NULL); after a failure it may still be in flight,
+ * and rdmaxfer_req_free() refuses an active request: wait for it first. */
+static void req_end(struct rdmaxfer_req *req, int ret)
+{
+	if (!req)
+		return;
+	if (ret)
+		rdmaxfer_req_wait(req, CTL_TIMEOUT_MS);
+	rdmaxfer_req_free(req);
+}
+
 static int64_t deadline_from(int64_t t)
 {
 	return t + (int64_t)CTL_TIMEOUT_MS * 1000000;
@@ -197,16 +208,11 @@ int write_lat_ev(struct client *c, uint64_t sz, uint32_t value, long iters,
 		if (!(it & 63))
 			progress_tick(&pg, t1, it, iters);
 	}
-	if (ret) {
+	if (ret)
 		err_msg("write_lat", ret);
-		rdmaxfer_req_wait(req, CTL_TIMEOUT_MS);
-	}
 	*sleeps = w->sleeps;
 out:
-	if (ret && req)
-		rdmaxfer_req_wait(req, CTL_TIMEOUT_MS);
-	if (req)
-		rdmaxfer_req_free(req);
+	req_end(req, ret);
 	waiter_close(w);
 	return ret;
 }
@@ -236,8 +242,7 @@ int echo_ev(struct rdmaxfer_agent *agent, struct rdmaxfer_peer *peer,
 		if (!ret)
 			ret = waiter_req(w, req, deadline_from(t));
 	}
-	if (req)
-		rdmaxfer_req_free(req);
+	req_end(req, ret);
 	waiter_close(w);
 	return ret;
 }

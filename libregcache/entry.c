@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "regcache_int.h"
 
@@ -133,6 +134,7 @@ struct regcache_entry *rc_entry_alloc(struct regcache *cache, bool locked)
 	e->in_tree = e->cached = e->dead = e->subscribed = false;
 	e->exact = e->nokeep = e->droplast = false;
 	e->revoke = e->revoked = false;
+	e->inval_queued = false;
 	e->access = 0;
 	e->handle = NULL;
 	e->xaddr = 0;
@@ -180,6 +182,9 @@ static bool rc_entry_known(const struct regcache *cache,
 	return false;
 }
 
+/* Inside a dereg callback: rc_inval_wait() must not wait for itself. */
+static __thread unsigned int rc_in_dereg;
+
 static void rc_entry_dereg(struct regcache *cache, void *handle)
 {
 	uint64_t t0;
@@ -189,7 +194,9 @@ static void rc_entry_dereg(struct regcache *cache, void *handle)
 	if (rc_forked(cache))
 		return;
 	t0 = rc_now_ns();
+	rc_in_dereg++;
 	ret = cache->dereg(cache->user, handle);
+	rc_in_dereg--;
 	atomic_fetch_add_explicit(&cache->dereg_ns, rc_now_ns() - t0,
 				  memory_order_relaxed);
 	atomic_fetch_add_explicit(&cache->deregistrations, 1,
@@ -216,20 +223,74 @@ static void rc_entry_revoke(struct regcache *cache, struct regcache_entry *e)
 		rc_entry_release(cache, e);
 }
 
+/* An invalidation's release is over: wake rc_inval_wait() at the last. */
+static void rc_inval_done(struct regcache *cache)
+{
+	if (atomic_fetch_sub(&cache->inval_releasing, 1) != 1)
+		return;
+	pthread_mutex_lock(&cache->inval_lock);
+	pthread_cond_broadcast(&cache->inval_cond);
+	pthread_mutex_unlock(&cache->inval_lock);
+}
+
 void __attribute__((noinline))
 rc_entry_release(struct regcache *cache, struct regcache_entry *e)
 {
+	bool inval = e->inval_queued;	/* e may be free below */
 	uint64_t h;
 
+	e->inval_queued = false;
 	if (e->revoke) {
 		rc_entry_revoke(cache, e);
-		return;
+		goto out;
 	}
 	if (!e->revoked)
 		rc_entry_dereg(cache, e->handle);
 	h = atomic_exchange(&e->hits, 0);
 	atomic_fetch_add_explicit(&cache->retired_hits, h, memory_order_relaxed);
 	rc_entry_free(cache, e);
+out:
+	if (inval)
+		rc_inval_done(cache);
+}
+
+/*
+ * Wait until the releases that invalidations queued, in any thread,
+ * have returned from their dereg: regcache_process_events() promises
+ * that the registrations of the memory that went before the call are
+ * gone when it returns, also those another thread drained first (a
+ * progress thread woken by the monitor's fd, a get's trylock drain) and
+ * is still deregistering.  The count goes up under the write lock, so a
+ * caller that took the lock after the drain sees it.  Deferred releases
+ * (the uffd thread's) are run here too, since only an application
+ * thread may run them; a dereg callback that calls in does not wait for
+ * itself.
+ */
+void rc_inval_wait(struct regcache *cache)
+{
+	struct timespec ts;
+
+	if (__builtin_expect(!atomic_load(&cache->inval_releasing), 1) ||
+	    rc_in_dereg)
+		return;
+	pthread_mutex_lock(&cache->inval_lock);
+	while (atomic_load(&cache->inval_releasing)) {
+		pthread_mutex_unlock(&cache->inval_lock);
+		rc_run_deferred(cache);
+		pthread_mutex_lock(&cache->inval_lock);
+		if (!atomic_load(&cache->inval_releasing))
+			break;
+		/* a timeout as well: a release deferred meanwhile is ours */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 1000000;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&cache->inval_cond, &cache->inval_lock,
+				       &ts);
+	}
+	pthread_mutex_unlock(&cache->inval_lock);
 }
 
 void rc_release_list(struct regcache *cache, struct rc_list *release)

@@ -87,7 +87,11 @@ int rc_collect_fn(struct rc_itree_node *n, void *arg)
 int rc_drop_collected(struct regcache *cache, struct rc_collect *c,
 		      struct rc_list *release)
 {
+	struct rc_list mine;
+	unsigned int queued = 0;
 	int n = 0;
+
+	rc_list_init(&mine);
 
 	while (!rc_list_empty(&c->list)) {
 		struct regcache_entry *e = rc_list_entry(c->list.next, link);
@@ -102,12 +106,24 @@ int rc_drop_collected(struct regcache *cache, struct rc_collect *c,
 			if (e->exact && !e->revoke && !cache->inval_soft) {
 				atomic_fetch_add(&e->refs, RC_REF_USER);
 				e->revoke = true;
-				rc_list_add_tail(release, &e->link);
+				rc_list_add_tail(&mine, &e->link);
 			}
 		}
-		rc_remove_locked(cache, e, release);
+		rc_remove_locked(cache, e, &mine);
 		n++;
 	}
+	/* what goes now is counted until its dereg returned (under the
+	 * write lock, so a later writer's rc_inval_wait() sees it) */
+	while (!rc_list_empty(&mine)) {
+		struct regcache_entry *e = rc_list_entry(mine.next, link);
+
+		rc_list_del(&e->link);
+		e->inval_queued = true;
+		rc_list_add_tail(release, &e->link);
+		queued++;
+	}
+	if (queued)
+		atomic_fetch_add(&cache->inval_releasing, queued);
 	atomic_fetch_add_explicit(&cache->invalidations, n, memory_order_relaxed);
 	return n;
 }

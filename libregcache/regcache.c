@@ -133,6 +133,8 @@ int regcache_process_events(struct regcache *cache)
 	if (cache->mon->process)
 		n = cache->mon->process(cache);
 	rc_run_deferred(cache);
+	/* and what another thread drained before: its deregs returned */
+	rc_inval_wait(cache);
 	return n;
 }
 
@@ -211,6 +213,8 @@ int regcache_create(const struct regcache_attr *attr, struct regcache **cachep)
 		goto free_cache;
 	pthread_mutex_init(&cache->alloc_lock, NULL);
 	pthread_mutex_init(&cache->defer_lock, NULL);
+	pthread_mutex_init(&cache->inval_lock, NULL);
+	pthread_cond_init(&cache->inval_cond, NULL);
 	rc_list_init(&cache->lru);
 	rc_list_init(&cache->pending);
 	rc_list_init(&cache->free_list);
@@ -253,6 +257,8 @@ int regcache_create(const struct regcache_attr *attr, struct regcache **cachep)
 	return 0;
 
 destroy_locks:
+	pthread_cond_destroy(&cache->inval_cond);
+	pthread_mutex_destroy(&cache->inval_lock);
 	pthread_mutex_destroy(&cache->defer_lock);
 	pthread_mutex_destroy(&cache->alloc_lock);
 	rc_brlock_destroy(&cache->lock);
@@ -282,6 +288,8 @@ void regcache_destroy(struct regcache *cache)
 	free(cache->chunks);
 	rc_itree_destroy(&cache->tree);
 	rc_itree_destroy(&cache->xtree);
+	pthread_cond_destroy(&cache->inval_cond);
+	pthread_mutex_destroy(&cache->inval_lock);
 	pthread_mutex_destroy(&cache->defer_lock);
 	pthread_mutex_destroy(&cache->alloc_lock);
 	rc_brlock_destroy(&cache->lock);

@@ -88,6 +88,9 @@ struct regcache_entry {
 	 */
 	bool revoke;
 	bool revoked;
+	/* queued for release by an invalidation: counted in
+	 * cache->inval_releasing until its dereg returned */
+	bool inval_queued;
 	/*
 	 * kmod: the entry's word in the status area, so the hit path checks
 	 * validity with one load and no call (rc_mon_valid); NULL otherwise.
@@ -169,6 +172,15 @@ struct regcache {
 	pthread_mutex_t defer_lock;
 	struct rc_list deferred;
 	_Atomic int ndeferred;
+	/*
+	 * Entries an invalidation queued whose dereg has not returned yet,
+	 * whichever thread applied it (a get's drain, the uffd thread, a
+	 * progress thread): regcache_process_events() waits for them, so a
+	 * caller that saw a key die knows its registration is gone.
+	 */
+	_Atomic unsigned int inval_releasing;
+	pthread_mutex_t inval_lock;
+	pthread_cond_t inval_cond;
 
 	regcache_reg_fn reg;
 	regcache_dereg_fn dereg;
@@ -358,6 +370,8 @@ int rc_invalidate_entry(struct regcache *cache, struct regcache_entry *e,
 int rc_invalidate_stale(struct regcache *cache, struct rc_list *release);
 /* Release a list of entries (no lock held), or defer them to an app thread. */
 void rc_release_list(struct regcache *cache, struct rc_list *release);
+/* Wait until no release an invalidation queued is in flight (entry.c). */
+void rc_inval_wait(struct regcache *cache);
 void rc_defer_list(struct regcache *cache, struct rc_list *release);
 /* Evict one unreferenced entry by CLOCK; false if none. */
 bool rc_evict_one(struct regcache *cache, struct rc_list *release);

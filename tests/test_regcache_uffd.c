@@ -656,6 +656,82 @@ static void t_foreign_untouched(void)
 	munmap(p, len);
 }
 
+/* ------------------------------------------- releases in other threads */
+
+/*
+ * regcache_process_events() returns only when the registrations of the
+ * memory that went are gone, also those another thread is deregistering
+ * at that moment.  Thread A applies the unmap's release (the uffd
+ * thread deferred it to an application thread) in a dereg that takes
+ * 300 ms; the main thread's call meanwhile finds nothing left to drain
+ * and must still not return before A's dereg did: the case of an agent
+ * whose progress thread revokes a key while the application asks after
+ * it (a peer's WRITE through the key must already fail).
+ */
+struct slow_be {
+	struct tb_backend be;
+	_Atomic int slow, in_dereg, dereg_done;
+};
+
+static int slow_dereg(void *user, void *handle)
+{
+	struct slow_be *s = user;
+	int ret;
+
+	if (atomic_load(&s->slow)) {
+		atomic_store(&s->in_dereg, 1);
+		usleep(300 * 1000);
+	}
+	ret = tb_dereg(&s->be, handle);
+	if (atomic_load(&s->slow))
+		atomic_store(&s->dereg_done, 1);
+	return ret;
+}
+
+static void *process_thread(void *arg)
+{
+	(void)regcache_process_events(arg);
+	return NULL;
+}
+
+static void t_process_waits_for_release(void)
+{
+	static struct slow_be s;
+	struct regcache_attr a = {
+		.reg = tb_reg, .dereg = slow_dereg, .user = &s,
+		.monitor = REGCACHE_MONITOR_UFFD, .merge_max = 1,
+		.flags = env_flags(),
+	};
+	struct regcache_entry *e;
+	struct regcache *c = NULL;
+	size_t len = 4 * psz;
+	char *p = anon(len);
+	pthread_t t;
+	int i;
+
+	memset(&s, 0, sizeof(s));
+	CU_ASSERT_EQUAL_FATAL(regcache_create(&a, &c), 0);
+	memset(p, 1, len);
+	CU_ASSERT_EQUAL_FATAL(regcache_get(c, p, len, 1, &e), 0);
+	CU_ASSERT_TRUE(regcache_entry_cached(e));
+	CU_ASSERT_EQUAL(regcache_put(c, e), 0);
+	atomic_store(&s.slow, 1);
+	CU_ASSERT_EQUAL_FATAL(munmap(p, len), 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, process_thread, c), 0);
+	for (i = 0; i < 5000 && !atomic_load(&s.in_dereg); i++)
+		usleep(1000);
+	CU_ASSERT_FATAL(atomic_load(&s.in_dereg));
+	CU_ASSERT(regcache_process_events(c) >= 0);
+	if (!atomic_load(&s.dereg_done))
+		rc_diag("regcache_process_events() returned while another thread's dereg ran");
+	CU_ASSERT(atomic_load(&s.dereg_done));
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL(s.be.live, 0);
+	atomic_store(&s.slow, 0);
+	regcache_destroy(c);
+	CU_ASSERT_EQUAL(s.be.bad_deregs, 0);
+}
+
 /* --------------------------------------------------------------- fork */
 
 static void t_fork_new_cache(void)
@@ -734,6 +810,7 @@ static const struct rc_test_case cases[] = {
 	{ "foreign_uffd", t_foreign },
 	{ "foreign_uffd_untouched", t_foreign_untouched },
 	{ "fork_new_cache", t_fork_new_cache },
+	{ "process_waits_for_release", t_process_waits_for_release },
 	{ NULL, NULL }
 };
 

@@ -128,7 +128,13 @@ void rx_mem_sweep(struct rdmaxfer_agent *agent, bool always)
 		return;
 	for (i = 0; i < n; i++)
 		(void)regcache_process_events(c[i]);
-	__atomic_store_n(&agent->sweep_gen, sweep_gen(c, n), __ATOMIC_RELAXED);
+	/* the generation read before: one that moved while the events
+	 * were applied (an unmap during this sweep) makes the next call
+	 * apply them, where the one read after would make it skip them.
+	 * regcache_process_events() returns only once the deregistrations
+	 * of what it (or another thread) drained are done, so a key that
+	 * a call here saw die is dead on the NIC too. */
+	__atomic_store_n(&agent->sweep_gen, g, __ATOMIC_RELAXED);
 }
 
 /*

@@ -60,10 +60,21 @@ void rdmaxfer_agent_attr_init(struct rdmaxfer_agent_attr *attr)
  */
 static bool ro_pin_forced(struct rdmaxfer_agent *agent)
 {
+	/*
+	 * The answer is the kernel's (ib_umem_get() serves every device),
+	 * so it is asked once per process: the refused registration is a
+	 * system call, and rxe on 7.x logs each one as an error
+	 * ("rxe_reg_user_mr: returned err = -14").  0: not asked yet,
+	 * 1: no, 2: yes.  Two agents made at once may both ask.
+	 */
+	static int known;
 	long psz = sysconf(_SC_PAGESIZE);
 	struct ibv_mr *mr;
+	int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
 	void *p;
 
+	if (k)
+		return k == 2;
 	p = mmap(NULL, (size_t)psz, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
 		 -1, 0);
 	if (p == MAP_FAILED)
@@ -72,6 +83,7 @@ static bool ro_pin_forced(struct rdmaxfer_agent *agent)
 	if (mr)
 		ibv_dereg_mr(mr);
 	munmap(p, (size_t)psz);
+	__atomic_store_n(&known, mr ? 2 : 1, __ATOMIC_RELAXED);
 	return mr != NULL;
 }
 

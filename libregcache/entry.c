@@ -226,7 +226,11 @@ static void rc_entry_revoke(struct regcache *cache, struct regcache_entry *e)
 /* An invalidation's release is over: wake rc_inval_wait() at the last. */
 static void rc_inval_done(struct regcache *cache)
 {
-	if (atomic_fetch_sub(&cache->inval_releasing, 1) != 1)
+	/* seq_cst both: a waiter counts itself in before it reads the
+	 * count, this reads the waiters after its decrement, so one of the
+	 * two sees the other (no mutex when nobody waits) */
+	if (atomic_fetch_sub(&cache->inval_releasing, 1) != 1 ||
+	    !atomic_load(&cache->inval_waiters))
 		return;
 	pthread_mutex_lock(&cache->inval_lock);
 	pthread_cond_broadcast(&cache->inval_cond);
@@ -274,6 +278,7 @@ void rc_inval_wait(struct regcache *cache)
 	    rc_in_dereg)
 		return;
 	pthread_mutex_lock(&cache->inval_lock);
+	atomic_fetch_add(&cache->inval_waiters, 1);
 	while (atomic_load(&cache->inval_releasing)) {
 		pthread_mutex_unlock(&cache->inval_lock);
 		rc_run_deferred(cache);
@@ -290,6 +295,7 @@ void rc_inval_wait(struct regcache *cache)
 		pthread_cond_timedwait(&cache->inval_cond, &cache->inval_lock,
 				       &ts);
 	}
+	atomic_fetch_sub(&cache->inval_waiters, 1);
 	pthread_mutex_unlock(&cache->inval_lock);
 }
 

@@ -179,6 +179,7 @@ struct regcache {
 	 * caller that saw a key die knows its registration is gone.
 	 */
 	_Atomic unsigned int inval_releasing;
+	_Atomic unsigned int inval_waiters;	/* in rc_inval_wait() */
 	pthread_mutex_t inval_lock;
 	pthread_cond_t inval_cond;
 

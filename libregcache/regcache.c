@@ -100,6 +100,7 @@ static uint64_t rc_proc_enter(void)
 		 * copied from the parent name only the parent's locks.
 		 */
 		rc_brlock_forget_parent();
+		rc_vma_forget_parent();
 		g = ++rc_proc_last_gen;
 		atomic_store_explicit(&rc_proc->gen, g, memory_order_release);
 	}

@@ -56,6 +56,51 @@ struct procmap_query {
 /* 0: try PROCMAP_QUERY; -1: the kernel said ENOTTY, scan the text. */
 static _Atomic int rc_procmap_ioctl;
 
+/*
+ * The /proc/self/maps that PROCMAP_QUERY asks, opened once: an open and a
+ * close were two of a uffd miss's five system calls.  The ioctl carries
+ * its whole query and leaves the file's offset alone, so threads share
+ * the fd.  It names the mm of the process that opened it, so a child
+ * must not use its copy: rc_vma_forget_parent() closes it, called where
+ * libregcache sees a new process (its first regcache_create(), before
+ * any cache of the child can ask).  An application that closed it
+ * behind our back (EBADF), or whose fd number now names another file
+ * (ENOTTY), gets a fresh one once before the answer counts.
+ */
+static _Atomic int rc_maps_fd = -1;
+
+static int rc_maps_get(void)
+{
+	int fd = atomic_load_explicit(&rc_maps_fd, memory_order_acquire);
+	int want = -1;
+
+	if (fd >= 0)
+		return fd;
+	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (atomic_compare_exchange_strong(&rc_maps_fd, &want, fd))
+		return fd;
+	close(fd);		/* another thread's is there */
+	return want;
+}
+
+/* fd went bad: drop it (if it is still the shared one) for a new one */
+static int rc_maps_renew(int fd)
+{
+	if (atomic_compare_exchange_strong(&rc_maps_fd, &fd, -1))
+		close(fd);
+	return rc_maps_get();
+}
+
+void rc_vma_forget_parent(void)
+{
+	int fd = atomic_exchange(&rc_maps_fd, -1);
+
+	if (fd >= 0)
+		close(fd);
+}
+
 static bool rc_name_special(const char *name)
 {
 	/* [heap] and [stack] are ordinary private anonymous memory */
@@ -173,42 +218,42 @@ static int rc_vma_scan(int fd, uintptr_t addr, struct rc_vma *vma)
 	return ret;
 }
 
-int rc_vma_query_how(uintptr_t addr, struct rc_vma *vma, bool text)
-{
-	int fd, ret;
-
-	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (!text && atomic_load_explicit(&rc_procmap_ioctl,
-					  memory_order_relaxed) >= 0) {
-		ret = rc_vma_ioctl(fd, addr, vma);
-		if (ret != -ENOTTY) {
-			close(fd);
-			return ret;	/* 0, or -ENOENT: nothing there */
-		}
-		/* a kernel without PROCMAP_QUERY: the text from now on */
-		atomic_store_explicit(&rc_procmap_ioctl, -1,
-				      memory_order_relaxed);
-	}
-	return rc_vma_scan(fd, addr, vma);
-}
-
 int rc_vma_query_ioctl(uintptr_t addr, struct rc_vma *vma)
 {
 	int fd, ret;
 
 	if (atomic_load_explicit(&rc_procmap_ioctl, memory_order_relaxed) < 0)
 		return -ENOTTY;
-	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	fd = rc_maps_get();
 	if (fd < 0)
-		return -errno;
+		return fd;
 	ret = rc_vma_ioctl(fd, addr, vma);
-	close(fd);
-	if (ret == -ENOTTY)
+	if (ret == -EBADF || ret == -ENOTTY) {
+		fd = rc_maps_renew(fd);
+		if (fd < 0)
+			return fd;
+		ret = rc_vma_ioctl(fd, addr, vma);
+	}
+	if (ret == -ENOTTY)	/* a kernel without PROCMAP_QUERY */
 		atomic_store_explicit(&rc_procmap_ioctl, -1,
 				      memory_order_relaxed);
 	return ret;
+}
+
+int rc_vma_query_how(uintptr_t addr, struct rc_vma *vma, bool text)
+{
+	int fd, ret;
+
+	if (!text) {
+		ret = rc_vma_query_ioctl(addr, vma);
+		if (ret != -ENOTTY)
+			return ret;	/* 0, -ENOENT: nothing there, no /proc */
+		/* a kernel without PROCMAP_QUERY: the text from now on */
+	}
+	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	return rc_vma_scan(fd, addr, vma);
 }
 
 int rc_vma_query(uintptr_t addr, struct rc_vma *vma)

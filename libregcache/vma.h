@@ -32,9 +32,14 @@ struct rc_vma {
 /*
  * The VMA containing addr.  0 and *vma filled; -ENOENT when addr is not
  * mapped; another -errno when the kernel could not be asked (no /proc).
- * Each call opens /proc/self/maps: never call it on a hit path.
+ * One ioctl where the kernel has PROCMAP_QUERY, else a read of
+ * /proc/self/maps up to addr: never call it on a hit path.
  */
 int rc_vma_query(uintptr_t addr, struct rc_vma *vma);
+
+/* A new process (a child's first regcache_create()): the parent's
+ * /proc/self/maps fd names the parent's mm; close it. */
+void rc_vma_forget_parent(void);
 
 /*
  * The same through PROCMAP_QUERY only: -ENOTTY where the kernel lacks it

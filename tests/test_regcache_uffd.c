@@ -761,7 +761,9 @@ static void t_fork_new_cache(void)
 		};
 		struct regcache *cc;
 		struct regcache_entry *e;
+		struct regcache_stats cst;
 		uint64_t id;
+		char *sh;
 
 		alarm(20);
 		memset(&cb, 0, sizeof(cb));
@@ -782,6 +784,21 @@ static void t_fork_new_cache(void)
 		if (regcache_get(cc, a, len, 1, &e) || tb_id(e) == id)
 			_exit(6);
 		regcache_put(cc, e);
+		/* memory only the child has, shared: the child's cache asks
+		 * the child's mm (not the parent's /proc/self/maps, which
+		 * has nothing there), so it is not cached */
+		sh = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (sh == MAP_FAILED)
+			_exit(8);
+		memset(sh, 1, len);
+		if (regcache_get(cc, sh, len, 1, &e) ||
+		    regcache_entry_cached(e))
+			_exit(9);
+		regcache_put(cc, e);
+		if (regcache_get_stats(cc, &cst) || cst.uffd_shared != 1)
+			_exit(10);
+		munmap(sh, len);
 		regcache_destroy(cc);
 		regcache_destroy(c);	/* drops the parent's monitor copy */
 		_exit(cb.live ? 7 : 0);

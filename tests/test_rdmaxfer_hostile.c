@@ -1198,11 +1198,22 @@ static void test_storms(void)
 	/* connect, one message, disconnect: a peer the application never
 	 * accepted, whatever it sent, is freed when it goes */
 	for (i = 0; i < ROUNDS; i++) {
-		if (raw_peer(&raw))
+		ret = raw_peer(&raw);
+		if (ret) {
+			/* say why, so that a run that misses one is readable */
+			rc_diag("class storm: round %u: connect: %s", i,
+				strerror(-ret));
 			continue;
-		if (!raw_post(&raw, IBV_WR_SEND_WITH_IMM, i, 16, 0, 0) &&
-		    !raw_reap(&raw, 0, 5000))
+		}
+		ret = raw_post(&raw, IBV_WR_SEND_WITH_IMM, i, 16, 0, 0);
+		if (!ret)
+			ret = raw_reap(&raw, 0, 5000);
+		if (!ret)
 			done++;
+		else
+			rc_diag("class storm: round %u: send: %s", i,
+				ret < 0 ? strerror(-ret) :
+				ibv_wc_status_str((enum ibv_wc_status)ret));
 		raw_close(&raw);
 	}
 	tgt_settle(base_peers, &r);

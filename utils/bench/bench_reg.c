@@ -327,8 +327,8 @@ int bench_reg_access(const struct bench_reg_cfg *cfg)
 		printf("# reg_access: %s, cache monitor %s (regcache: %s), remote column's rkey mode %s; register + deregister of one range, usec per cycle, median of %d batches of %d\n",
 		       info.device, info.cache_monitor,
 		       regcache_monitor_name(cache),
-		       info.rkey_mode == RDMAXFER_RKEY_WINDOW ? "window" :
-		       "exact", cfg->batches, cfg->batch);
+		       rkey_mode_name(info.rkey_mode), cfg->batches,
+		       cfg->batch);
 		ret = br_first(def, keep, pd, buf, maxs, cfg->sizes[0]);
 		if (ret) {
 			fprintf(stderr, "reg_access: first registration: %s (%d)\n",

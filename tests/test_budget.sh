@@ -150,15 +150,14 @@ done <"$budgets"
 if [ -n "$hit_counts" ]; then
 	# shellcheck disable=SC2086 # the counts and budgets, one word each
 	set -- $hit_counts
-	if [ "${10}" != - ]; then
-		tight=$(judge hit "$1 $2 $3 $4 $5 $6" "$9" \
-			"$(awk -v v="${10}" 'BEGIN { print v * 0.85 }')" "${11}" "${12}")
-		what=insns
+	bi=${10} bl=${11} what=insns
+	if [ "$bi" != - ]; then
+		bi=$(awk -v v="$bi" 'BEGIN { print v * 0.85 }')
 	else
-		tight=$(judge hit "$1 $2 $3 $4 $5 $6" "$9" - \
-			"$(awk -v v="${11}" 'BEGIN { print v * 0.85 }')" "${12}")
+		bl=$(awk -v v="$bl" 'BEGIN { print v * 0.85 }')
 		what=locked
 	fi
+	tight=$(judge hit "$1 $2 $3 $4 $5 $6" "$9" "$bi" "$bl" "${12}")
 	if echo "$tight" | grep -q "^over $what"; then
 		ok "a count 15 % over its budget is judged over it"
 	else

@@ -69,8 +69,8 @@ rc_run "memlock 1 MiB kmod" sh -c "ulimit -l 1024 && exec setpriv \
 # and lookup (tests/budget/kmod.txt, issue 36), single-stepped here, only
 # with rc.budget=kmod on the kernel command line (VM_APPEND): on a loaded
 # machine a single step in a TCG guest took 1.5 ms, and the five lines
-# 121-287 s (the vDSO's clock read retrying under the stepper, see
-# kmod.txt), too slow and too variable for make check.
+# 121-287 s (most likely the vDSO's clock read retrying under the
+# stepper, see kmod.txt), too slow and too variable for make check.
 full && grep -q 'rc\.budget=kmod' /proc/cmdline &&
 	rc_run "budget kmod" sh -c "cd '$T' && BUDGET_FILE='$RC_SRCDIR/tests/budget/kmod.txt' BUDGET_CALLGRIND=no \
 	exec timeout 300 sh '$RC_SRCDIR/tests/test_budget.sh'"
